@@ -1,0 +1,61 @@
+"""The privacy core: the only place where skuserdp does privacy arithmetic.
+
+Budgets (:class:`PureDP`, :class:`ApproxDP`, :class:`ZCDP`), composition,
+conversion, noise calibration and sensitivities. Every quantity is for
+user-level neighbouring datasets: two datasets are neighbours when they differ
+in the entire data of one user (replace-one; the number of users is public).
+"""
+
+from ._budget import ZCDP, ApproxDP, PureDP
+from ._composition import compose, compose_advanced, compose_parallel
+from ._calibration import (
+    analytic_gaussian_delta,
+    analytic_gaussian_sigma,
+    classical_gaussian_sigma,
+    gaussian_privacy,
+    gaussian_sigma,
+    gaussian_sigma_for_rho,
+    laplace_privacy,
+    laplace_scale,
+)
+from ._conversion import (
+    pure_to_approx_dp,
+    pure_to_zcdp,
+    zcdp_delta,
+    zcdp_rho_for,
+    zcdp_to_approx_dp,
+)
+from ._sensitivity import (
+    NORMS,
+    lattice_contribution_radius,
+    lattice_widened_sensitivity,
+    replace_one_mean_sensitivity,
+    replace_one_sum_sensitivity,
+)
+
+__all__ = [
+    "PureDP",
+    "ApproxDP",
+    "ZCDP",
+    "compose",
+    "compose_parallel",
+    "compose_advanced",
+    "pure_to_zcdp",
+    "pure_to_approx_dp",
+    "zcdp_to_approx_dp",
+    "zcdp_delta",
+    "zcdp_rho_for",
+    "laplace_privacy",
+    "laplace_scale",
+    "gaussian_privacy",
+    "gaussian_sigma_for_rho",
+    "analytic_gaussian_delta",
+    "analytic_gaussian_sigma",
+    "classical_gaussian_sigma",
+    "gaussian_sigma",
+    "NORMS",
+    "replace_one_sum_sensitivity",
+    "replace_one_mean_sensitivity",
+    "lattice_contribution_radius",
+    "lattice_widened_sensitivity",
+]

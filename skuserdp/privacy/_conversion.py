@@ -1,0 +1,314 @@
+"""Conversions between privacy notions.
+
+* pure ε-DP ⇒ (ε²/2)-zCDP [BS16]_ (Proposition 1.4); an ε-DP mechanism of
+  bounded range such as the exponential mechanism is (ε²/8)-zCDP [CR21]_.
+* ρ-zCDP ⇒ (ε, δ)-DP with the optimal conversion of Canonne, Kamath and
+  Steinke [CKS20]_ (Corollary 13), or the simpler
+  ``ε = ρ + 2√(ρ ln(1/δ))`` of [BS16]_ (Proposition 1.3).
+* pure ε-DP ⇒ (ε, 0)-DP.
+
+The optimal conversion is an infimum over Rényi orders α > 1. Every order
+gives a valid bound, so the value returned at the numerically best order is
+always a valid (never optimistic) guarantee.
+
+References
+----------
+.. [BS16] M. Bun and T. Steinke. Concentrated differential privacy:
+   simplifications, extensions, and lower bounds. TCC 2016.
+.. [CKS20] C. Canonne, G. Kamath and T. Steinke. The discrete Gaussian for
+   differential privacy. NeurIPS 2020.
+.. [CR21] M. Cesar and R. Rogers. Bounding, concentrating, and truncating:
+   unifying privacy loss composition for data analytics. ALT 2021.
+"""
+
+import functools
+import math
+
+import numpy as np
+from scipy.optimize import minimize_scalar
+
+from ._budget import ZCDP, ApproxDP, PureDP
+
+__all__ = [
+    "pure_to_zcdp",
+    "pure_to_approx_dp",
+    "zcdp_to_approx_dp",
+    "zcdp_delta",
+    "zcdp_rho_for",
+]
+
+# Search range for log(α - 1); α from 1 + 1e-8 to 1 + 1e8 covers every
+# practically relevant (ρ, δ).
+_LOG_AM1_BOUNDS = (math.log(1e-8), math.log(1e8))
+_GRID = np.linspace(*_LOG_AM1_BOUNDS, 161)
+
+
+def _as_rho(loss):
+    if isinstance(loss, ZCDP):
+        return loss.rho
+    return ZCDP(loss).rho
+
+
+def _as_eps(loss):
+    if isinstance(loss, PureDP):
+        return loss.epsilon
+    return PureDP(loss).epsilon
+
+
+def pure_to_zcdp(epsilon, *, bounded_range=False):
+    """Convert pure ε-DP to zCDP.
+
+    Parameters
+    ----------
+    epsilon : float or PureDP
+        The pure privacy loss.
+    bounded_range : bool, default=False
+        If True, the mechanism is known to have ε-bounded range (e.g. the
+        exponential mechanism), which gives ρ = ε²/8 [CR21]_; otherwise
+        ρ = ε²/2 [BS16]_.
+
+    Returns
+    -------
+    loss : ZCDP
+        The zCDP guarantee.
+
+    Examples
+    --------
+    >>> from skuserdp.privacy import pure_to_zcdp
+    >>> pure_to_zcdp(1.0)
+    ZCDP(rho=0.5)
+    >>> pure_to_zcdp(1.0, bounded_range=True)
+    ZCDP(rho=0.125)
+    """
+    eps = _as_eps(epsilon)
+    return ZCDP(eps * eps / (8.0 if bounded_range else 2.0))
+
+
+def pure_to_approx_dp(epsilon):
+    """View pure ε-DP as (ε, 0)-DP.
+
+    Parameters
+    ----------
+    epsilon : float or PureDP
+        The pure privacy loss.
+
+    Returns
+    -------
+    loss : ApproxDP
+        ``ApproxDP(epsilon, 0.0)``.
+
+    Examples
+    --------
+    >>> from skuserdp.privacy import pure_to_approx_dp
+    >>> pure_to_approx_dp(0.5)
+    ApproxDP(epsilon=0.5, delta=0.0)
+    """
+    return ApproxDP(_as_eps(epsilon), 0.0)
+
+
+def _eps_at_order(rho, log_inv_delta, log_am1):
+    # ε(α) = αρ + (ln(1/δ) − ln α)/(α − 1) + ln(1 − 1/α)        [CKS20, Cor. 13]
+    am1 = math.exp(log_am1)
+    alpha = 1.0 + am1
+    return alpha * rho + (log_inv_delta - math.log(alpha)) / am1 + math.log(am1 / alpha)
+
+
+def _log_delta_at_order(rho, eps, log_am1):
+    # ln δ(α) = (α−1)(αρ − ε) − ln(α − 1) + α ln(1 − 1/α)       [CKS20, Cor. 13]
+    am1 = math.exp(log_am1)
+    alpha = 1.0 + am1
+    return am1 * (alpha * rho - eps) - log_am1 + alpha * math.log(am1 / alpha)
+
+
+def _minimise_over_orders(fun):
+    values = [fun(u) for u in _GRID]
+    i = int(np.argmin(values))
+    lo = _GRID[max(i - 1, 0)]
+    hi = _GRID[min(i + 1, len(_GRID) - 1)]
+    best_u, best = _GRID[i], values[i]
+    if hi > lo:
+        res = minimize_scalar(fun, bounds=(lo, hi), method="bounded",
+                              options={"xatol": 1e-10})
+        if res.fun < best:
+            best_u, best = float(res.x), float(res.fun)
+    return best, best_u
+
+
+def zcdp_to_approx_dp(rho, delta, *, method="optimal"):
+    """Convert ρ-zCDP to (ε, δ)-DP.
+
+    Parameters
+    ----------
+    rho : float or ZCDP
+        The zCDP guarantee.
+    delta : float
+        Target δ in ``(0, 1)``.
+    method : {"optimal", "bun_steinke"}, default="optimal"
+        ``"optimal"`` is Corollary 13 of [CKS20]_ (an infimum over Rényi
+        orders); ``"bun_steinke"`` is ``ε = ρ + 2√(ρ ln(1/δ))`` [BS16]_.
+
+    Returns
+    -------
+    loss : ApproxDP
+        An (ε, δ) guarantee implied by ρ-zCDP.
+
+    Examples
+    --------
+    >>> from skuserdp.privacy import zcdp_to_approx_dp
+    >>> round(zcdp_to_approx_dp(0.00873, 1e-6).epsilon, 3)
+    0.578
+    >>> round(zcdp_to_approx_dp(0.00873, 1e-6, method="bun_steinke").epsilon, 3)
+    0.7
+    """
+    rho = _as_rho(rho)
+    delta = float(delta)
+    if not 0 < delta < 1:
+        raise ValueError(f"delta must be in (0, 1) to convert zCDP, got {delta!r}.")
+    if rho == 0:
+        return ApproxDP(0.0, delta)
+    log_inv_delta = -math.log(delta)
+    if method == "bun_steinke":
+        eps = rho + 2 * math.sqrt(rho * log_inv_delta)
+    elif method == "optimal":
+        eps, _ = _minimise_over_orders(
+            lambda u: _eps_at_order(rho, log_inv_delta, u))
+        # The optimal bound is never worse than Bun–Steinke's; keep the best.
+        eps = min(eps, rho + 2 * math.sqrt(rho * log_inv_delta))
+    else:
+        raise ValueError(f"method must be 'optimal' or 'bun_steinke', got {method!r}.")
+    return ApproxDP(max(eps, 0.0), delta)
+
+
+def zcdp_delta(rho, epsilon):
+    """Smallest δ (optimal conversion) such that ρ-zCDP implies (ε, δ)-DP.
+
+    Parameters
+    ----------
+    rho : float or ZCDP
+        The zCDP guarantee.
+    epsilon : float
+        Target ε ``>= 0``.
+
+    Returns
+    -------
+    delta : float
+        δ from Corollary 13 of [CKS20]_, capped at 1.
+
+    Examples
+    --------
+    >>> from skuserdp.privacy import zcdp_delta
+    >>> zcdp_delta(0.00873, 0.5784) <= 1e-6
+    True
+    """
+    rho = _as_rho(rho)
+    epsilon = float(epsilon)
+    if not (math.isfinite(epsilon) and epsilon >= 0):
+        raise ValueError(f"epsilon must be a finite number >= 0, got {epsilon!r}.")
+    if rho == 0:
+        return 0.0
+    log_delta, _ = _minimise_over_orders(lambda u: _log_delta_at_order(rho, epsilon, u))
+    return float(min(1.0, math.exp(min(log_delta, 0.0))))
+
+
+@functools.lru_cache(maxsize=256)
+def _rho_for_cached(epsilon, delta, method):
+    return _rho_for(epsilon, delta, method)
+
+
+def zcdp_rho_for(epsilon, delta, *, method="optimal"):
+    """Largest ρ whose conversion gives at most (ε, δ)-DP.
+
+    Parameters
+    ----------
+    epsilon : float
+        Target ε ``> 0``.
+    delta : float
+        Target δ in ``(0, 1)``.
+    method : {"optimal", "bun_steinke"}, default="optimal"
+        The conversion used, as in :func:`zcdp_to_approx_dp`.
+
+    Returns
+    -------
+    rho : float
+        A ρ such that ``zcdp_to_approx_dp(rho, delta, method=method).epsilon
+        <= epsilon`` (checked); within a relative 1e-9 of the largest such ρ.
+
+    Examples
+    --------
+    >>> from skuserdp.privacy import zcdp_rho_for, zcdp_to_approx_dp
+    >>> rho = zcdp_rho_for(1.0, 1e-6)
+    >>> zcdp_to_approx_dp(rho, 1e-6).epsilon <= 1.0
+    True
+    """
+    return _rho_for_cached(float(epsilon), float(delta), method)
+
+
+def _rho_for(epsilon, delta, method):
+    epsilon = float(epsilon)
+    if not (math.isfinite(epsilon) and epsilon > 0):
+        raise ValueError(f"epsilon must be a finite number > 0, got {epsilon!r}.")
+    log_inv_delta = -math.log(delta) if 0 < delta < 1 else None
+    if log_inv_delta is None:
+        raise ValueError(f"delta must be in (0, 1), got {delta!r}.")
+    if method == "bun_steinke":
+        rho = (math.sqrt(epsilon + log_inv_delta) - math.sqrt(log_inv_delta)) ** 2
+        while rho > 0 and zcdp_to_approx_dp(rho, delta, method=method).epsilon > (
+            epsilon
+        ):
+            rho = math.nextafter(rho, 0.0)
+        return rho
+    if method != "optimal":
+        raise ValueError(f"method must be 'optimal' or 'bun_steinke', got {method!r}.")
+
+    def eps_of(r):
+        return zcdp_to_approx_dp(r, delta, method="optimal").epsilon
+
+    # Bun–Steinke's ρ is feasible for the (tighter) optimal conversion.
+    lo = (math.sqrt(epsilon + log_inv_delta) - math.sqrt(log_inv_delta)) ** 2
+    hi = 2 * lo
+    while eps_of(hi) <= epsilon:
+        lo, hi = hi, 2 * hi
+    for _ in range(200):
+        if hi - lo <= 1e-10 * lo:
+            break
+        mid = 0.5 * (lo + hi)
+        if eps_of(mid) <= epsilon:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def report_spend(loss, delta):
+    """Express a privacy loss as the (ε, δ, ρ) triple estimators report.
+
+    Parameters
+    ----------
+    loss : PureDP, ApproxDP or ZCDP
+        The (composed) loss of a fit.
+    delta : float
+        The δ at which a zCDP loss is converted (optimal conversion); ignored
+        for pure and approximate losses.
+
+    Returns
+    -------
+    epsilon, delta, rho : float, float, float or None
+        ``rho`` is the zCDP parameter when the loss implies one (ρ itself, or
+        ε²/2 for pure DP), else ``None``.
+
+    Examples
+    --------
+    >>> from skuserdp.privacy import PureDP
+    >>> from skuserdp.privacy._conversion import report_spend
+    >>> report_spend(PureDP(1.0), 0.0)
+    (1.0, 0.0, 0.5)
+    """
+    if isinstance(loss, PureDP):
+        return loss.epsilon, 0.0, pure_to_zcdp(loss).rho
+    if isinstance(loss, ApproxDP):
+        return loss.epsilon, loss.delta, None
+    if isinstance(loss, ZCDP):
+        if delta <= 0:
+            raise ValueError("a zCDP loss needs delta > 0 to be reported as (ε, δ).")
+        return zcdp_to_approx_dp(loss, delta).epsilon, float(delta), loss.rho
+    raise TypeError(f"unknown privacy loss {loss!r}.")

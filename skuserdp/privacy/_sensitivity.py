@@ -1,0 +1,155 @@
+"""Replace-one-user sensitivities, including the widening for lattice rounding.
+
+The neighbouring relation is user-level replace-one: the number of users n is
+public, and one user's entire data may change. Every estimator first maps each
+user to one bounded contribution (a per-user statistic, clipped), so the
+sensitivity of a sum of contributions that each lie in a ball of radius R
+(in some norm, around a public centre) is ``2R`` in that norm, and of their
+mean ``2R/n``.
+
+Lattice rounding. A contribution rounded coordinate-wise to the integer
+lattice (in units of a power-of-two grid) moves by at most ½ per coordinate,
+so its norm grows by at most ``√d/2`` (ℓ2), ``d/2`` (ℓ1) or ``1/2`` (ℓ∞). The
+same widening, doubled, applies when a whole statistic is rounded: its two
+neighbouring values each move by at most half a grid step per coordinate.
+"""
+
+import math
+
+__all__ = [
+    "NORMS",
+    "replace_one_sum_sensitivity",
+    "replace_one_mean_sensitivity",
+    "lattice_contribution_radius",
+    "lattice_widened_sensitivity",
+]
+
+NORMS = ("l1", "l2", "linf")
+
+
+def _check_norm(norm):
+    if norm not in NORMS:
+        raise ValueError(f"norm must be one of {NORMS}, got {norm!r}.")
+
+
+def _rounding_term(dim, norm):
+    _check_norm(norm)
+    dim = int(dim)
+    if dim < 1:
+        raise ValueError(f"dim must be >= 1, got {dim}.")
+    return {"l2": math.sqrt(dim), "l1": float(dim), "linf": 1.0}[norm]
+
+
+def _nonneg(name, value):
+    value = float(value)
+    if not (math.isfinite(value) and value >= 0):
+        raise ValueError(f"{name} must be a finite number >= 0, got {value!r}.")
+    return value
+
+
+def replace_one_sum_sensitivity(radius):
+    """Sensitivity ``2R`` of a sum of per-user contributions of norm ``<= R``.
+
+    Replacing one user swaps one contribution ``a`` for ``b`` with
+    ``||a||, ||b|| <= R``; the sum moves by ``||a - b|| <= 2R`` (any norm).
+
+    Parameters
+    ----------
+    radius : float
+        Bound R on the norm of every (centred) contribution.
+
+    Returns
+    -------
+    sensitivity : float
+
+    Examples
+    --------
+    >>> from skuserdp.privacy import replace_one_sum_sensitivity
+    >>> replace_one_sum_sensitivity(1.5)
+    3.0
+    """
+    return 2.0 * _nonneg("radius", radius)
+
+
+def replace_one_mean_sensitivity(radius, n_users):
+    """Sensitivity ``2R/n`` of the mean of n per-user contributions.
+
+    Parameters
+    ----------
+    radius : float
+        Bound R on the norm of every (centred) contribution.
+    n_users : int
+        Number of users (public under replace-one), ``>= 1``.
+
+    Returns
+    -------
+    sensitivity : float
+
+    Examples
+    --------
+    >>> from skuserdp.privacy import replace_one_mean_sensitivity
+    >>> replace_one_mean_sensitivity(1.0, 100)
+    0.02
+    """
+    n_users = int(n_users)
+    if n_users < 1:
+        raise ValueError(f"n_users must be >= 1, got {n_users}.")
+    return replace_one_sum_sensitivity(radius) / n_users
+
+
+def lattice_contribution_radius(radius_units, dim, norm):
+    """Norm bound of a contribution after rounding to the integer lattice.
+
+    Parameters
+    ----------
+    radius_units : float
+        Norm bound of the contribution before rounding, in grid units.
+    dim : int
+        Number of coordinates.
+    norm : {"l1", "l2", "linf"}
+        The norm of the bound.
+
+    Returns
+    -------
+    radius : float
+        ``radius_units + √d/2`` (ℓ2), ``+ d/2`` (ℓ1) or ``+ 1/2`` (ℓ∞).
+
+    Examples
+    --------
+    >>> from skuserdp.privacy import lattice_contribution_radius
+    >>> lattice_contribution_radius(1024.0, 4, "l2")
+    1025.0
+    """
+    return _nonneg("radius_units", radius_units) + 0.5 * _rounding_term(dim, norm)
+
+
+def lattice_widened_sensitivity(sensitivity, grid, dim, norm):
+    """Sensitivity of a statistic after rounding it to a grid of step ``grid``.
+
+    Parameters
+    ----------
+    sensitivity : float
+        Sensitivity of the unrounded statistic (in its own units).
+    grid : float
+        Grid step (a power of two), ``> 0``.
+    dim : int
+        Number of coordinates of the statistic.
+    norm : {"l1", "l2", "linf"}
+        Norm of the sensitivity.
+
+    Returns
+    -------
+    sensitivity : float
+        ``sensitivity + grid·√d`` (ℓ2), ``+ grid·d`` (ℓ1) or ``+ grid`` (ℓ∞),
+        in the statistic's units.
+
+    Examples
+    --------
+    >>> from skuserdp.privacy import lattice_widened_sensitivity
+    >>> lattice_widened_sensitivity(1.0, 2.0 ** -10, 4, "l2")
+    1.001953125
+    """
+    grid = float(grid)
+    if not (math.isfinite(grid) and grid > 0):
+        raise ValueError(f"grid must be a finite number > 0, got {grid!r}.")
+    return _nonneg("sensitivity", sensitivity) + grid * _rounding_term(dim, norm)
