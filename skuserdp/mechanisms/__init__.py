@@ -1,0 +1,40 @@
+"""Mechanisms: exact discrete noise, the lattice path and the exponential mechanism.
+
+Privacy *arithmetic* (sensitivities, calibration, composition) lives in
+:mod:`skuserdp.privacy`; this package samples noise and shapes releases.
+"""
+
+from ._additive import (
+    DiscreteGaussianNoise,
+    DiscreteLaplaceNoise,
+    add_noise,
+    calibrate_discrete_gaussian,
+    calibrate_discrete_laplace,
+    release_on_lattice,
+)
+from ._lattice import choose_grid, encode_contributions, exact_sum, round_to_grid
+from ._samplers import (
+    round_up_fraction,
+    sample_discrete_gaussian,
+    sample_discrete_laplace,
+    sample_gaussian,
+    sample_laplace,
+)
+
+__all__ = [
+    "DiscreteGaussianNoise",
+    "DiscreteLaplaceNoise",
+    "add_noise",
+    "calibrate_discrete_gaussian",
+    "calibrate_discrete_laplace",
+    "release_on_lattice",
+    "choose_grid",
+    "encode_contributions",
+    "exact_sum",
+    "round_to_grid",
+    "round_up_fraction",
+    "sample_discrete_gaussian",
+    "sample_discrete_laplace",
+    "sample_gaussian",
+    "sample_laplace",
+]

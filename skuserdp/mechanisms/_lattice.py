@@ -1,0 +1,237 @@
+"""The lattice path: per-user contributions as exact integers on a 2^k grid.
+
+Floating-point releases leak (Mironov 2012: the low-order bits of
+``x + noise`` reveal ``x``) and floating-point sums can exceed their nominal
+sensitivity (Casacuberta et al. 2022). skuserdp avoids both:
+
+1. each user's statistic is centred on a public point, clipped to a public
+   ball, divided by a power-of-two grid step (exact in binary) and rounded to
+   an integer vector: ``encode_contributions``. The norm bound of the rounded
+   vector is *verified exactly in integer arithmetic*; the rare vector that
+   fails (it cannot, up to float round-off in the clipping) is shrunk towards
+   zero until it passes. So every contribution provably lies in the ball of
+   :func:`skuserdp.privacy.lattice_contribution_radius`.
+2. contributions are summed exactly in int64 (:func:`exact_sum`); the grid is
+   chosen so that no sum can overflow or lose float exactness (< 2^52).
+3. integer noise (discrete Laplace or discrete Gaussian) is added to the
+   integer sum, and only then is the result mapped back to floats — a
+   post-processing step that cannot leak.
+
+The grid depends only on public quantities (radius, dimension, number of
+users), never on the data.
+"""
+
+import math
+
+import numpy as np
+
+from ..privacy import lattice_contribution_radius
+from ..privacy._sensitivity import _check_norm, _rounding_term
+
+__all__ = ["choose_grid", "encode_contributions", "exact_sum", "round_to_grid"]
+
+_EXACT = 2.0 ** 52
+# Target relative widening of the radius by rounding: 2^-11 (about 0.05 %).
+_RESOLUTION = 2.0 ** 10
+
+
+def choose_grid(radius, dim, n_users, norm="l2"):
+    """Power-of-two grid step for contributions of norm ``<= radius``.
+
+    The step is as coarse as possible while rounding widens the radius by at
+    most about 2^-10 relative, and fine enough never to overflow: the sum of
+    ``n_users`` contributions stays below 2^52 in absolute value per
+    coordinate. It depends only on public quantities.
+
+    Parameters
+    ----------
+    radius : float
+        Public norm bound of every centred contribution, ``> 0``.
+    dim : int
+        Number of coordinates.
+    n_users : int
+        Number of users (public under replace-one), ``>= 1``.
+    norm : {"l1", "l2", "linf"}, default="l2"
+        Norm of the bound.
+
+    Returns
+    -------
+    grid : float
+        A power of two.
+
+    Examples
+    --------
+    >>> from skuserdp.mechanisms import choose_grid
+    >>> choose_grid(1.0, 4, 1000)
+    0.00048828125
+    """
+    _check_norm(norm)
+    radius = float(radius)
+    if not (math.isfinite(radius) and radius > 0):
+        raise ValueError(f"radius must be a finite number > 0, got {radius!r}.")
+    n_users = int(n_users)
+    if n_users < 1:
+        raise ValueError(f"n_users must be >= 1, got {n_users}.")
+    term = _rounding_term(dim, norm)
+    u_min = _RESOLUTION * term
+    u_max = _EXACT / n_users - term
+    if u_max < 1:
+        raise ValueError(
+            f"cannot place {n_users} users in {dim} dimensions on an exact int64 "
+            "lattice; the problem is too large for the lattice path."
+        )
+    k = math.floor(math.log2(radius / min(u_min, u_max)))
+    grid = math.ldexp(1.0, k)
+    while radius / grid > u_max:
+        grid *= 2.0
+    return grid
+
+
+def _clip(D, radius, norm):
+    if norm == "linf":
+        return np.clip(D, -radius, radius)
+    if norm == "l2":
+        norms = np.sqrt(np.einsum("ij,ij->i", D, D))
+    else:
+        norms = np.abs(D).sum(axis=1)
+    with np.errstate(divide="ignore", over="ignore"):
+        scale = np.minimum(1.0, radius / norms)
+    return D * scale[:, None]
+
+
+def _row_norm_ok(K, bound, norm):
+    if norm == "linf":
+        return np.abs(K).max(axis=1) <= math.floor(bound)
+    if norm == "l1":
+        return np.abs(K).sum(axis=1) <= math.floor(bound)
+    max_abs = int(np.abs(K).max(initial=0))
+    if K.shape[1] * max_abs * max_abs < 2 ** 62:
+        sq = np.einsum("ij,ij->i", K, K)
+    else:  # exact Python integers for gigantic rows
+        sq = np.array([sum(int(v) * int(v) for v in row) for row in K], dtype=object)
+    return sq <= math.floor(bound * bound * (1 - 1e-12))
+
+
+def _row_norms_float(K, norm):
+    Kf = K.astype(np.float64)
+    if norm == "l2":
+        return np.sqrt(np.einsum("ij,ij->i", Kf, Kf))
+    if norm == "l1":
+        return np.abs(Kf).sum(axis=1)
+    return np.abs(Kf).max(axis=1)
+
+
+def encode_contributions(values, *, center, radius, grid, norm="l2"):
+    """Clip per-user statistics to a public ball and round them to the lattice.
+
+    Parameters
+    ----------
+    values : ndarray of shape (n_users, n_features)
+        One statistic per user (e.g. per-user means), finite floats.
+    center : float or ndarray of shape (n_features,)
+        Public centre of the ball.
+    radius : float
+        Public radius of the ball in ``norm``, ``> 0``. ``"linf"`` clips each
+        coordinate to ``[center - radius, center + radius]``; ``"l1"`` and
+        ``"l2"`` scale the centred vector radially onto the ball.
+    grid : float
+        Power-of-two grid step from :func:`choose_grid`.
+    norm : {"l1", "l2", "linf"}, default="l2"
+        Norm of the ball.
+
+    Returns
+    -------
+    contributions : ndarray of shape (n_users, n_features), dtype int64
+        ``round((clip(values) - center) / grid)``. Every row provably has
+        norm ``<= lattice_contribution_radius(radius / grid, n_features, norm)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skuserdp.mechanisms import encode_contributions
+    >>> encode_contributions(np.array([[3.0, 4.0], [0.3, 0.0]]), center=0.0,
+    ...                      radius=1.0, grid=0.25).tolist()
+    [[2, 3], [1, 0]]
+    """
+    _check_norm(norm)
+    values = np.asarray(values, dtype=np.float64)
+    if values.ndim != 2:
+        raise ValueError(f"values must be 2-d, got shape {values.shape}.")
+    if not np.isfinite(values).all():
+        raise ValueError("values must be finite.")
+    grid = float(grid)
+    if not (grid > 0 and math.frexp(grid)[0] == 0.5):
+        raise ValueError(f"grid must be a positive power of two, got {grid!r}.")
+    D = values - np.asarray(center, dtype=np.float64)
+    Y = _clip(D, float(radius), norm) / grid
+    K = np.rint(Y).astype(np.int64)
+    bound = lattice_contribution_radius(float(radius) / grid, values.shape[1], norm)
+    ok = _row_norm_ok(K, bound, norm)
+    while not ok.all():
+        bad = ~ok
+        factor = 0.999 * bound / _row_norms_float(K[bad], norm)
+        K[bad] = np.trunc(K[bad] * factor[:, None]).astype(np.int64)
+        ok = _row_norm_ok(K, bound, norm)
+    return K
+
+
+def exact_sum(contributions):
+    """Exact column sums of int64 lattice contributions.
+
+    Parameters
+    ----------
+    contributions : ndarray of shape (n_users, n_features), dtype int64
+        Output of :func:`encode_contributions` with a grid from
+        :func:`choose_grid` (which rules out overflow).
+
+    Returns
+    -------
+    total : ndarray of shape (n_features,), dtype int64
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skuserdp.mechanisms import exact_sum
+    >>> exact_sum(np.array([[1, -2], [3, 4]], dtype=np.int64)).tolist()
+    [4, 2]
+    """
+    K = np.asarray(contributions)
+    if K.dtype != np.int64:
+        raise ValueError(f"contributions must be int64, got {K.dtype}.")
+    return K.sum(axis=0, dtype=np.int64)
+
+
+def round_to_grid(values, grid):
+    """Round a statistic to integer multiples of a power-of-two ``grid``.
+
+    Use with :func:`skuserdp.privacy.lattice_widened_sensitivity` when a whole
+    statistic (not a sum of contributions) is released on the lattice.
+
+    Parameters
+    ----------
+    values : array-like
+        Finite floats.
+    grid : float
+        Power-of-two grid step.
+
+    Returns
+    -------
+    units : ndarray, dtype int64
+        ``rint(values / grid)``.
+
+    Examples
+    --------
+    >>> from skuserdp.mechanisms import round_to_grid
+    >>> round_to_grid([0.3, -1.2], 0.5).tolist()
+    [1, -2]
+    """
+    values = np.asarray(values, dtype=np.float64)
+    grid = float(grid)
+    if not (grid > 0 and math.frexp(grid)[0] == 0.5):
+        raise ValueError(f"grid must be a positive power of two, got {grid!r}.")
+    if not np.isfinite(values).all():
+        raise ValueError("values must be finite.")
+    units = np.rint(values / grid)
+    if np.abs(units).max(initial=0) >= _EXACT:
+        raise ValueError("values are too large for this grid (>= 2^52 grid steps).")
+    return units.astype(np.int64)
