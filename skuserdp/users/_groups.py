@@ -1,0 +1,108 @@
+"""Validation and factorisation of ``groups`` (one user id per row).
+
+``groups`` defines the unit of privacy: all rows with the same label belong to
+one user, and every guarantee in skuserdp protects a user's entire data.
+"""
+
+import numpy as np
+
+__all__ = ["check_groups"]
+
+
+def _has_missing(values):
+    if values.dtype.kind == "f":
+        return bool(np.isnan(values).any())
+    if values.dtype.kind == "O":
+        return any(v is None or (isinstance(v, float) and v != v) for v in values)
+    return False
+
+
+def _factorize_ints(values):
+    lo, hi = int(values.min()), int(values.max())
+    if hi - lo > 4 * values.shape[0] + 1024:
+        return None
+    shifted = (values - lo).astype(np.intp, copy=False)
+    present = np.bincount(shifted, minlength=hi - lo + 1) > 0
+    lookup = np.cumsum(present) - 1
+    codes = lookup[shifted].astype(np.intp, copy=False)
+    labels = (np.flatnonzero(present) + lo).astype(values.dtype)
+    return codes, labels
+
+
+def _factorize_by_first_appearance(values):
+    index = {}
+    codes = np.empty(values.shape[0], dtype=np.intp)
+    try:
+        for i, v in enumerate(values):
+            codes[i] = index.setdefault(v, len(index))
+    except TypeError as exc:
+        raise ValueError(f"groups labels must be hashable: {exc}") from None
+    labels = np.empty(len(index), dtype=object)
+    for v, k in index.items():
+        labels[k] = v
+    return codes, labels
+
+
+def check_groups(groups, n_samples):
+    """Validate ``groups`` and map user ids to codes ``0..n_users-1``.
+
+    Parameters
+    ----------
+    groups : array-like of shape (n_samples,)
+        One user id per row; any hashable labels (ints, strings, ...). A pandas
+        Series or Categorical is accepted. Missing labels (None, NaN) are an
+        error: a row without a user cannot be protected.
+    n_samples : int
+        Number of rows of ``X``.
+
+    Returns
+    -------
+    codes : ndarray of shape (n_samples,), dtype intp
+        User index of every row.
+    labels : ndarray of shape (n_users,)
+        The user ids, sorted when they are mutually comparable, otherwise in
+        order of first appearance. ``labels[codes]`` reproduces ``groups``.
+
+    Raises
+    ------
+    ValueError
+        If ``groups`` is not 1-d, does not have ``n_samples`` entries, is
+        empty, or contains missing or unhashable labels.
+
+    Examples
+    --------
+    >>> from skuserdp.users import check_groups
+    >>> codes, labels = check_groups(["b", "a", "b"], 3)
+    >>> codes.tolist(), labels.tolist()
+    ([1, 0, 1], ['a', 'b'])
+    """
+    if hasattr(groups, "to_numpy"):  # pandas Series / Index / Categorical
+        groups = groups.to_numpy()
+    values = np.asarray(groups)
+    if values.ndim != 1:
+        raise ValueError(
+            f"groups should be a 1d array with one user id per row, got an array of "
+            f"shape {values.shape} instead."
+        )
+    if values.shape[0] != n_samples:
+        raise ValueError(
+            f"groups has {values.shape[0]} elements but X has {n_samples} samples; "
+            "pass exactly one user id per row."
+        )
+    if n_samples == 0:
+        raise ValueError("groups is empty: at least one row is required.")
+    if values.dtype.kind in "cmMV":
+        raise ValueError(f"groups has an unsupported dtype {values.dtype}.")
+    if _has_missing(values):
+        raise ValueError(
+            "groups contains missing values (None or NaN); every row needs a user id."
+        )
+    if values.dtype.kind in "iub":
+        result = _factorize_ints(values)
+        if result is not None:
+            return result
+    try:
+        labels, codes = np.unique(values, return_inverse=True)
+    except TypeError:
+        return _factorize_by_first_appearance(values)
+    return codes.astype(np.intp, copy=False).reshape(-1), labels

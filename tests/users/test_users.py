@@ -1,0 +1,140 @@
+"""Tests of groups validation and per-user aggregation."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from skuserdp.users import check_groups, user_means
+
+
+def _brute_force(X, groups):
+    labels = sorted(set(groups))
+    means = np.array([X[np.asarray(groups) == lab].mean(axis=0) for lab in labels])
+    counts = np.array([np.sum(np.asarray(groups) == lab) for lab in labels])
+    return means, counts, labels
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    data=st.data(),
+    n_rows=st.integers(1, 60),
+    n_features=st.integers(1, 5),
+    n_labels=st.integers(1, 10),
+)
+def test_user_means_matches_brute_force(data, n_rows, n_features, n_labels):
+    X = data.draw(arrays(np.float64, (n_rows, n_features),
+                         elements=st.floats(-1e6, 1e6)))
+    groups = data.draw(st.lists(st.integers(0, n_labels - 1), min_size=n_rows,
+                                max_size=n_rows))
+    means, counts, labels = user_means(X, groups)
+    bm, bc, bl = _brute_force(X, groups)
+    assert labels.tolist() == bl
+    assert counts.tolist() == bc.tolist()
+    np.testing.assert_allclose(means, bm, rtol=1e-12, atol=1e-6)
+
+
+def test_user_means_unequal_counts_and_string_labels():
+    X = np.array([[1.0, 0.0], [3.0, 2.0], [10.0, 10.0], [5.0, 5.0]])
+    means, counts, labels = user_means(X, ["b", "b", "a", "b"])
+    assert labels.tolist() == ["a", "b"]
+    assert counts.tolist() == [1, 3]
+    np.testing.assert_allclose(means, [[10.0, 10.0], [3.0, 7 / 3]])
+
+
+def test_user_means_pandas_inputs():
+    pd = pytest.importorskip("pandas")
+    df = pd.DataFrame({"a": [1.0, 2.0, 3.0], "b": [4.0, 5.0, 6.0]})
+    for groups in (
+        pd.Series(["x", "y", "x"]),
+        pd.Series(["x", "y", "x"], dtype="category"),
+        pd.Categorical(["x", "y", "x"]),
+    ):
+        means, counts, labels = user_means(df, groups)
+        assert list(labels) == ["x", "y"]
+        np.testing.assert_allclose(means, [[2.0, 5.0], [2.0, 5.0]])
+
+
+def test_user_means_groups_none_and_no_mutation():
+    X = np.arange(6.0).reshape(3, 2)
+    X_copy = X.copy()
+    g = np.array([2, 1, 2])
+    g_copy = g.copy()
+    means, counts, labels = user_means(X, None)
+    np.testing.assert_array_equal(means, X)
+    assert counts.tolist() == [1, 1, 1]
+    means[0, 0] = 99.0  # a copy, not a view of X
+    user_means(X, g)
+    np.testing.assert_array_equal(X, X_copy)
+    np.testing.assert_array_equal(g, g_copy)
+
+
+def test_user_means_sorted_or_shuffled_give_same_result():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(500, 3))
+    g = rng.integers(0, 50, 500)
+    perm = rng.permutation(500)
+    a = user_means(X, g)
+    b = user_means(X[perm], g[perm])
+    np.testing.assert_allclose(a.means, b.means, rtol=1e-12)
+    np.testing.assert_array_equal(a.counts, b.counts)
+
+
+@pytest.mark.parametrize(
+    "groups, expected_labels",
+    [
+        ([5, 3, 5], [3, 5]),
+        (np.array([10 ** 12, 7, 10 ** 12]), [7, 10 ** 12]),  # sparse int range
+        ([-2, 0, -2], [-2, 0]),
+        ([True, False, True], [False, True]),
+        ([0.5, 1.5, 0.5], [0.5, 1.5]),
+        (["b", "a", "b"], ["a", "b"]),
+        ([("u", 1), ("u", 2), ("u", 1)], None),  # tuples: hashable, 2-d as array
+    ],
+)
+def test_check_groups_labels(groups, expected_labels):
+    if expected_labels is None:
+        with pytest.raises(ValueError, match="1d"):
+            check_groups(groups, 3)
+        return
+    codes, labels = check_groups(groups, 3)
+    assert labels.tolist() == expected_labels
+    assert codes.tolist()[0] == codes.tolist()[2]
+    assert labels[codes].tolist() == list(np.asarray(groups).tolist())
+
+
+def test_check_groups_mixed_uncomparable_labels():
+    groups = np.array([1, "a", 1, None.__class__], dtype=object)
+    codes, labels = check_groups(groups, 4)
+    assert codes.tolist() == [0, 1, 0, 2]
+    assert labels.tolist() == [1, "a", type(None)]
+
+
+@pytest.mark.parametrize(
+    "groups, n, match",
+    [
+        (np.zeros((3, 2)), 3, "1d"),
+        ([1, 2], 3, "2 elements but X has 3"),
+        ([1.0, np.nan, 2.0], 3, "missing"),
+        (np.array([1, None, 2], dtype=object), 3, "missing"),
+        (np.array([[1], [2], [1]], dtype=object).ravel().tolist() + [[1]], 4, None),
+        ([], 0, "empty"),
+    ],
+)
+def test_check_groups_errors(groups, n, match):
+    if match is None:  # an unhashable label (a list) among ints
+        arr = np.empty(4, dtype=object)
+        arr[:] = [1, 2, 1, [1]]
+        with pytest.raises(ValueError, match="hashable"):
+            check_groups(arr, 4)
+        return
+    with pytest.raises(ValueError, match=match):
+        check_groups(groups, n)
+
+
+def test_user_means_rejects_bad_x():
+    with pytest.raises(ValueError, match="NaN"):
+        user_means([[np.nan]], [0])
+    with pytest.raises(ValueError):
+        user_means([["a"]], [0])
