@@ -1,0 +1,146 @@
+"""Base classes shared by all skuserdp estimators.
+
+* :class:`UserLevelMixin` requests ``groups`` for ``fit`` and ``score`` by
+  default, so that Pipeline, GridSearchCV and cross_validate route the user
+  ids to the estimator when metadata routing is enabled — with no
+  ``set_fit_request`` call. This mirrors scikit-learn's own
+  ``GroupsConsumerMixin`` for splitters: for user-level privacy the user id is
+  the unit of privacy, not optional metadata.
+* :class:`UserLevelMeanEstimator` holds what every mean estimator shares:
+  validation of ``X`` and ``groups``, the loud warnings when ``groups`` is
+  missing, per-user aggregation, the fitted spend attributes and ``score``.
+"""
+
+import warnings
+from numbers import Integral, Real
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from .exceptions import ItemLevelPrivacyWarning, YIgnoredWarning
+from .privacy._conversion import report_spend
+from .users import check_groups
+from .users._aggregate import _means_by_code
+
+__all__ = ["UserLevelMixin", "UserLevelMeanEstimator"]
+
+
+class UserLevelMixin:
+    """Request ``groups`` in ``fit`` and ``score`` by default (metadata routing)."""
+
+    __metadata_request__fit = {"groups": True}
+    __metadata_request__score = {"groups": True}
+
+
+def _check_not_sparse(X):
+    if sp.issparse(X):
+        raise ValueError(
+            "sparse input is not supported: per-user means of sparse rows are dense; "
+            "convert X with X.toarray() if it fits in memory."
+        )
+
+
+class UserLevelMeanEstimator(UserLevelMixin, BaseEstimator):
+    """Base class for user-level differentially private mean estimators.
+
+    Subclasses implement ``_fit_user_means(U, seed_sequence)`` returning
+    ``(mean, privacy_loss)`` and may extend ``_parameter_constraints``.
+    """
+
+    _parameter_constraints: dict = {
+        "epsilon": [Interval(Real, 0, None, closed="neither")],
+        "delta": [Interval(Real, 0, 1, closed="left")],
+        "calibration": [StrOptions({"tight", "paper"})],
+        "random_state": ["random_state"],
+        "n_jobs": [None, Integral],
+    }
+
+    #: smallest number of users a fit accepts
+    _min_users = 2
+
+    def _validate_fit_input(self, X, y, groups):
+        """Validate X and groups; return (X, codes, n_users)."""
+        _check_not_sparse(X)
+        X = validate_data(self, X, dtype=np.float64, order="C")
+        n_samples = X.shape[0]
+        if groups is None:
+            if y is not None:
+                warnings.warn(
+                    f"{type(self).__name__}.fit received y but no groups. Mean "
+                    "estimators ignore y; if y holds user ids, call "
+                    "fit(X, groups=user_ids). Each row is now treated as its own "
+                    "user, so the guarantee is item-level, not user-level.",
+                    YIgnoredWarning,
+                    stacklevel=3,
+                )
+            else:
+                warnings.warn(
+                    f"{type(self).__name__}.fit got no groups: every row is treated "
+                    "as its own user, so the guarantee is item-level, not "
+                    "user-level. Pass groups=user_ids (and enable metadata routing "
+                    "inside Pipeline/GridSearchCV).",
+                    ItemLevelPrivacyWarning,
+                    stacklevel=3,
+                )
+            codes = np.arange(n_samples, dtype=np.intp)
+            n_users = n_samples
+        else:
+            codes, labels = check_groups(groups, n_samples)
+            n_users = labels.shape[0]
+        if n_users < self._min_users:
+            raise ValueError(
+                f"{type(self).__name__} needs at least {self._min_users} users, got "
+                f"{n_users} user(s) (n_samples = {n_samples}). With one user the "
+                "output would be pure noise."
+            )
+        return X, codes, n_users
+
+    def _set_spend(self, loss):
+        """Record the privacy spent as fitted attributes."""
+        eps, delta, rho = report_spend(loss, self.delta)
+        self.privacy_loss_ = loss
+        self.epsilon_ = eps
+        self.delta_ = delta
+        self.rho_ = rho
+
+    def score(self, X, y=None, *, groups=None, sample_weight=None):
+        """Negative squared error to the mean of the held-out users' means.
+
+        ``-||mean_ - mean_u(x̄_u)||²`` where ``x̄_u`` are the per-user means of
+        ``X`` grouped by ``groups``. Higher is better, as model selection
+        expects; use a group-aware splitter such as ``GroupKFold`` so that the
+        held-out users were not seen by ``fit``.
+
+        The score uses the held-out data without noise. It is for evaluation
+        on synthetic or public data: choosing hyper-parameters with it on
+        private data is not differentially private.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Held-out rows.
+        y : None
+            Ignored.
+        groups : array-like of shape (n_samples,), default=None
+            User id of every held-out row; ``None`` treats rows as users.
+        sample_weight : None
+            Ignored; present so that ``Pipeline.score`` works under metadata
+            routing.
+
+        Returns
+        -------
+        score : float
+            Negative squared ℓ2 error.
+        """
+        check_is_fitted(self)
+        _check_not_sparse(X)
+        X = validate_data(self, X, reset=False, dtype=np.float64, order="C")
+        if groups is None:
+            target = X.mean(axis=0)
+        else:
+            codes, labels = check_groups(groups, X.shape[0])
+            target = _means_by_code(X, codes, labels.shape[0])[0].mean(axis=0)
+        return -float(np.sum((self.mean_ - target) ** 2))

@@ -1,0 +1,25 @@
+"""Warnings and errors specific to skuserdp."""
+
+__all__ = ["ItemLevelPrivacyWarning", "YIgnoredWarning"]
+
+
+class ItemLevelPrivacyWarning(UserWarning):
+    """The fit had no ``groups``: every row was treated as its own user.
+
+    The privacy guarantee then protects single rows (item-level), not users.
+    A user with m rows is only protected with group privacy, i.e. roughly an
+    m-fold larger ε. Pass ``groups=`` (one user id per row) to get user-level
+    privacy. Inside ``Pipeline``, ``GridSearchCV`` or ``cross_validate``,
+    enable metadata routing (``sklearn.set_config(enable_metadata_routing=True)``)
+    so that ``groups`` reaches ``fit``; without routing, scikit-learn passes
+    ``groups`` to the CV splitter only.
+    """
+
+
+class YIgnoredWarning(ItemLevelPrivacyWarning):
+    """A mean estimator received ``y`` but no ``groups``.
+
+    Mean estimators ignore ``y``. The usual cause is ``est.fit(X, user_ids)``:
+    the user ids bind to ``y`` positionally and are ignored, so the fit is
+    item-level. Write ``est.fit(X, groups=user_ids)`` instead.
+    """

@@ -1,0 +1,82 @@
+"""Shared parameter descriptions, so privacy parameters read the same everywhere.
+
+Use :func:`fill_doc` on a class or function whose docstring contains
+placeholders such as ``{epsilon}`` on a line of their own; only the names in
+:data:`PARAMETER_DOCS` and :data:`PARAGRAPHS` are replaced (other braces are
+left alone), and the inserted text is indented to match the placeholder.
+"""
+
+import re
+
+__all__ = ["PARAMETER_DOCS", "PARAGRAPHS", "fill_doc"]
+
+PARAGRAPHS = {
+    "user_level_note": """\
+The guarantee is *user-level*: two datasets are neighbours when they differ in
+the entire data (all rows) of one user, identified by ``groups`` (replace-one;
+the number of users is public).""",
+}
+
+PARAMETER_DOCS = {
+    "epsilon": """\
+epsilon : float, default=1.0
+    Privacy-loss parameter ε of the user-level guarantee, ``> 0``.""",
+    "delta": """\
+delta : float, default=1e-6
+    Failure probability δ of the user-level guarantee, in ``[0, 1)``. ``0``
+    asks for pure ε-DP. Choose δ well below ``1 / n_users``.""",
+    "calibration": """\
+calibration : {"tight", "paper"}, default="tight"
+    ``"tight"`` uses the tightest accounting skuserdp can prove (zCDP,
+    optimal conversions); ``"paper"`` uses the published algorithm's own
+    constants (corrected only where wrong, as documented).""",
+    "random_state": """\
+random_state : int, RandomState instance or None, default=None
+    Source of the privacy noise. ``None`` (the default, and the only choice
+    for a real release) draws fresh entropy from the operating system. An int
+    makes fits reproducible for tests; a release whose seed is known is not
+    private.""",
+    "n_jobs": """\
+n_jobs : int, default=None
+    Number of joblib workers for the parallel parts (coordinate chunks,
+    repetitions). ``None`` means 1 unless in a :obj:`joblib.parallel_backend`
+    context; ``-1`` uses all processors. Results do not depend on ``n_jobs``.""",
+    "center": """\
+center : float or array-like of shape (n_features,), default=None
+    Public centre of the clipping ball; ``None`` is the origin. Must not be
+    computed from the private data.""",
+    "groups": """\
+groups : array-like of shape (n_samples,), default=None
+    User id of every row (any hashable labels; a pandas Series is fine). This
+    defines the unit of privacy. ``None`` treats every row as its own user and
+    emits an :class:`~skuserdp.exceptions.ItemLevelPrivacyWarning`.""",
+}
+
+_ALL = {**PARAMETER_DOCS, **PARAGRAPHS}
+_PATTERN = re.compile(r"^([ \t]*)\{(" + "|".join(_ALL) + r")\}[ \t]*$", re.MULTILINE)
+
+
+def _substitute(doc):
+    def repl(match):
+        indent, name = match.group(1), match.group(2)
+        lines = _ALL[name].splitlines()
+        out = [indent + lines[0]]
+        out += [indent + line if line else "" for line in lines[1:]]
+        return "\n".join(out)
+
+    return _PATTERN.sub(repl, doc)
+
+
+def fill_doc(obj):
+    """Fill placeholders in ``obj.__doc__`` (and its methods' for a class)."""
+    if obj.__doc__:
+        obj.__doc__ = _substitute(obj.__doc__)
+    if isinstance(obj, type):
+        for value in vars(obj).values():
+            func = getattr(value, "__func__", value)
+            if callable(func) and getattr(func, "__doc__", None):
+                try:
+                    func.__doc__ = _substitute(func.__doc__)
+                except AttributeError:  # pragma: no cover - read-only docs
+                    pass
+    return obj
