@@ -12,6 +12,7 @@ from ._additive import (
     calibrate_discrete_laplace,
     release_on_lattice,
 )
+from ._exponential import exponential_mechanism, gumbel_max
 from ._lattice import choose_grid, encode_contributions, exact_sum, round_to_grid
 from ._samplers import (
     round_up_fraction,
@@ -28,6 +29,8 @@ __all__ = [
     "calibrate_discrete_gaussian",
     "calibrate_discrete_laplace",
     "release_on_lattice",
+    "exponential_mechanism",
+    "gumbel_max",
     "choose_grid",
     "encode_contributions",
     "exact_sum",
