@@ -132,7 +132,7 @@ def compose_advanced(loss, k, delta_slack):
     --------
     >>> from skuserdp.privacy import compose_advanced, PureDP
     >>> round(compose_advanced(PureDP(0.1), 100, 1e-6).epsilon, 4)
-    6.3081
+    6.3082
     """
     if not isinstance(loss, (PureDP, ApproxDP)):
         raise TypeError("advanced composition takes a PureDP or ApproxDP loss.")

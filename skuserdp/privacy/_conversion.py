@@ -158,7 +158,7 @@ def zcdp_to_approx_dp(rho, delta, *, method="optimal"):
     >>> round(zcdp_to_approx_dp(0.00873, 1e-6).epsilon, 3)
     0.578
     >>> round(zcdp_to_approx_dp(0.00873, 1e-6, method="bun_steinke").epsilon, 3)
-    0.7
+    0.703
     """
     rho = _as_rho(rho)
     delta = float(delta)

@@ -68,6 +68,14 @@ class AuditResult:
         ``(k_num, n_num, k_den, n_den)``: how many of the ``n_num`` evaluation
         runs on the numerator dataset and of the ``n_den`` evaluation runs on
         the denominator dataset fell in the event.
+
+    Examples
+    --------
+    >>> from skuserdp.testing import AuditResult
+    >>> r = AuditResult(1.3, 1.0, 0.0, 0.05, 1000, "P[T >= 1] on D vs D'",
+    ...                 (100, 500, 20, 500))
+    >>> r.violation
+    True
     """
 
     epsilon_lower: float

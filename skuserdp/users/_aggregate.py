@@ -34,6 +34,13 @@ class UserMeans(NamedTuple):
         Number of rows of each user.
     labels : ndarray of shape (n_users,)
         User id of each row of ``means``.
+
+    Examples
+    --------
+    >>> from skuserdp.users import user_means
+    >>> result = user_means([[1.0], [2.0]], groups=["a", "a"])
+    >>> result.counts.tolist(), result.means.ravel().tolist()
+    ([2], [1.5])
     """
 
     means: np.ndarray
