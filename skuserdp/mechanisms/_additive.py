@@ -207,7 +207,7 @@ def add_noise(values, noise, seed_sequence, *, n_jobs=None):
         Calibrated noise.
     seed_sequence : numpy.random.SeedSequence
         Root of this release's randomness; one child stream per chunk of
-        :data:`CHUNK_SIZE` coordinates.
+        ``CHUNK_SIZE`` (2**14) coordinates.
     n_jobs : int, default=None
         Workers for the chunks (threads). The result does not depend on it.
 

@@ -39,7 +39,7 @@ def choose_grid(radius, dim, n_users, norm="l2"):
     """Power-of-two grid step for contributions of norm ``<= radius``.
 
     The step is as coarse as possible while rounding widens the radius by at
-    most about 2^-10 relative, and fine enough never to overflow: the sum of
+    most about 2^-11 relative, and fine enough never to overflow: the sum of
     ``n_users`` contributions stays below 2^52 in absolute value per
     coordinate. It depends only on public quantities.
 
