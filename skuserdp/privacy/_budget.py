@@ -23,6 +23,13 @@ def _check_nonneg_finite(name, value):
     return value
 
 
+def _check_positive_finite(name, value):
+    value = float(value)
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} must be a finite number > 0, got {value!r}.")
+    return value
+
+
 @dataclass(frozen=True)
 class PureDP:
     """Pure ε-differential privacy.

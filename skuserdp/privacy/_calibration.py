@@ -34,6 +34,8 @@ import math
 from scipy.special import log_ndtr, ndtr
 
 from ._budget import ZCDP, PureDP
+from ._budget import _check_nonneg_finite as _nonneg
+from ._budget import _check_positive_finite as _positive
 from ._conversion import zcdp_rho_for
 
 __all__ = [
@@ -46,20 +48,6 @@ __all__ = [
     "classical_gaussian_sigma",
     "gaussian_sigma",
 ]
-
-
-def _positive(name, value):
-    value = float(value)
-    if not (math.isfinite(value) and value > 0):
-        raise ValueError(f"{name} must be a finite number > 0, got {value!r}.")
-    return value
-
-
-def _nonneg(name, value):
-    value = float(value)
-    if not (math.isfinite(value) and value >= 0):
-        raise ValueError(f"{name} must be a finite number >= 0, got {value!r}.")
-    return value
 
 
 def _delta_open(delta):

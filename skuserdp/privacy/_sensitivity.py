@@ -16,6 +16,8 @@ neighbouring values each move by at most half a grid step per coordinate.
 
 import math
 
+from ._budget import _check_nonneg_finite as _nonneg
+
 __all__ = [
     "NORMS",
     "replace_one_sum_sensitivity",
@@ -38,13 +40,6 @@ def _rounding_term(dim, norm):
     if dim < 1:
         raise ValueError(f"dim must be >= 1, got {dim}.")
     return {"l2": math.sqrt(dim), "l1": float(dim), "linf": 1.0}[norm]
-
-
-def _nonneg(name, value):
-    value = float(value)
-    if not (math.isfinite(value) and value >= 0):
-        raise ValueError(f"{name} must be a finite number >= 0, got {value!r}.")
-    return value
 
 
 def replace_one_sum_sensitivity(radius):
