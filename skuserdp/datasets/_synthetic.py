@@ -7,6 +7,7 @@ import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions, validate_params
 
 from ..utils._random import generator_from, make_seed_sequence
+from ..utils._validation import check_center
 
 __all__ = ["make_user_samples"]
 
@@ -300,23 +301,4 @@ def _check_samples_per_user(samples_per_user):
 
 def _check_mean(mean, n_features):
     """Return ``mean`` as a float64 array of shape (n_features,), or None."""
-    if mean is None:
-        return None
-    try:
-        arr = np.asarray(mean, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(
-            f"mean must be None, a float or an array-like of floats; got {mean!r}."
-        ) from exc
-    if arr.ndim == 0:
-        arr = np.full(n_features, float(arr))
-    elif arr.shape != (n_features,):
-        raise ValueError(
-            f"mean must be a float or an array-like of shape (n_features,) = "
-            f"({n_features},); got shape {arr.shape}."
-        )
-    else:
-        arr = arr.copy()
-    if not np.all(np.isfinite(arr)):
-        raise ValueError("mean must be finite.")
-    return arr
+    return None if mean is None else check_center(mean, n_features, name="mean")

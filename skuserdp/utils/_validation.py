@@ -36,7 +36,7 @@ def check_positive_scalar(value, name):
     return value
 
 
-def check_center(center, n_features):
+def check_center(center, n_features, name="center"):
     """Validate a public ``center``.
 
     Parameters
@@ -45,24 +45,31 @@ def check_center(center, n_features):
         ``None`` means the origin; a float is used for every coordinate.
     n_features : int
         Number of features of ``X``.
+    name : str, default="center"
+        Parameter name used in error messages.
 
     Returns
     -------
     center : ndarray of shape (n_features,)
-        Finite float64 centre.
+        Finite float64 centre (a new array, never the caller's).
     """
     if center is None:
         return np.zeros(n_features)
-    c = np.asarray(center, dtype=np.float64)
+    try:
+        c = np.array(center, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(
+            f"{name} must be a float or an array-like of floats; got {center!r}."
+        ) from exc
     if c.ndim == 0:
         c = np.full(n_features, float(c))
     if c.shape != (n_features,):
         raise ValueError(
-            f"center must be a float or have shape ({n_features},) to match X, got "
-            f"shape {c.shape}."
+            f"{name} must be a float or have shape (n_features,) = ({n_features},); "
+            f"got shape {c.shape}."
         )
     if not np.isfinite(c).all():
-        raise ValueError("center must be finite.")
+        raise ValueError(f"{name} must be finite.")
     return c
 
 
