@@ -87,6 +87,13 @@ def choose_grid(radius, dim, n_users, norm="l2"):
     return grid
 
 
+def _check_grid(grid):
+    grid = float(grid)
+    if not (grid > 0 and math.frexp(grid)[0] == 0.5):
+        raise ValueError(f"grid must be a positive power of two, got {grid!r}.")
+    return grid
+
+
 def _clip(D, radius, norm):
     if norm == "linf":
         return np.clip(D, -radius, radius)
@@ -159,9 +166,7 @@ def encode_contributions(values, *, center, radius, grid, norm="l2"):
         raise ValueError(f"values must be 2-d, got shape {values.shape}.")
     if not np.isfinite(values).all():
         raise ValueError("values must be finite.")
-    grid = float(grid)
-    if not (grid > 0 and math.frexp(grid)[0] == 0.5):
-        raise ValueError(f"grid must be a positive power of two, got {grid!r}.")
+    grid = _check_grid(grid)
     D = values - np.asarray(center, dtype=np.float64)
     Y = _clip(D, float(radius), norm) / grid
     K = np.rint(Y).astype(np.int64)
@@ -226,9 +231,7 @@ def round_to_grid(values, grid):
     [1, -2]
     """
     values = np.asarray(values, dtype=np.float64)
-    grid = float(grid)
-    if not (grid > 0 and math.frexp(grid)[0] == 0.5):
-        raise ValueError(f"grid must be a positive power of two, got {grid!r}.")
+    grid = _check_grid(grid)
     if not np.isfinite(values).all():
         raise ValueError("values must be finite.")
     units = np.rint(values / grid)
