@@ -7,13 +7,14 @@ neighbours when they differ in all rows of one user (identified by
 
 from .datasets import make_user_samples
 from .exceptions import ItemLevelPrivacyWarning, YIgnoredWarning
-from .mean import ClipNoiseMeanEstimator
+from .mean import ClipNoiseMeanEstimator, WinsorizedMeanEstimator
 from .users import user_means
 
 __version__ = "0.1.0.dev0"
 
 __all__ = [
     "ClipNoiseMeanEstimator",
+    "WinsorizedMeanEstimator",
     "ItemLevelPrivacyWarning",
     "YIgnoredWarning",
     "make_user_samples",

@@ -33,6 +33,12 @@ DEMO_CONFIGS = {
         for delta in (1e-6, 0.0)
         for eps in (0.5, 1.0, 2.0)
     ],
+    # The same knowledge as a box: every coordinate of a user mean in [-5, 5].
+    "WinsorizedMeanEstimator": [
+        dict(epsilon=eps, delta=delta, bound=5.0)
+        for delta in (1e-6, 0.0)
+        for eps in (0.5, 1.0, 2.0)
+    ],
 }
 
 

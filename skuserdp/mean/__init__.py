@@ -1,5 +1,20 @@
 """User-level differentially private mean estimators."""
 
 from ._clip_noise import ClipNoiseMeanEstimator, clip_noise_mean
+from ._winsorized import WinsorizedPlan, plan_winsorized_mean, winsorized_mean_from_plan
+from ._winsorized_mean import (
+    WinsorizedMeanEstimator,
+    answer_adaptive_queries,
+    winsorized_mean,
+)
 
-__all__ = ["ClipNoiseMeanEstimator", "clip_noise_mean"]
+__all__ = [
+    "ClipNoiseMeanEstimator",
+    "WinsorizedMeanEstimator",
+    "clip_noise_mean",
+    "winsorized_mean",
+    "answer_adaptive_queries",
+    "WinsorizedPlan",
+    "plan_winsorized_mean",
+    "winsorized_mean_from_plan",
+]

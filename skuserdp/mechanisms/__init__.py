@@ -13,6 +13,8 @@ from ._additive import (
     release_on_lattice,
 )
 from ._exponential import exponential_mechanism, gumbel_max
+from ._private_range import private_range, private_range_window
+from ._rotation import RandomHadamardRotation, fwht, padded_dimension
 from ._lattice import choose_grid, encode_contributions, exact_sum, round_to_grid
 from ._samplers import (
     round_up_fraction,
@@ -35,6 +37,11 @@ __all__ = [
     "encode_contributions",
     "exact_sum",
     "round_to_grid",
+    "private_range",
+    "private_range_window",
+    "fwht",
+    "padded_dimension",
+    "RandomHadamardRotation",
     "round_up_fraction",
     "sample_discrete_gaussian",
     "sample_discrete_laplace",

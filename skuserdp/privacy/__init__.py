@@ -7,7 +7,17 @@ in the entire data of one user (replace-one; the number of users is public).
 """
 
 from ._budget import ZCDP, ApproxDP, PureDP
-from ._composition import compose, compose_advanced, compose_parallel
+from ._composition import (
+    adaptive_query_budget,
+    advanced_composition_step,
+    compose,
+    compose_adaptive_queries,
+    compose_advanced,
+    compose_homogeneous,
+    compose_parallel,
+    split_off,
+    zcdp_remaining,
+)
 from ._calibration import (
     analytic_gaussian_delta,
     analytic_gaussian_sigma,
@@ -19,6 +29,7 @@ from ._calibration import (
     laplace_scale,
 )
 from ._conversion import (
+    bounded_range_epsilon,
     pure_to_approx_dp,
     pure_to_zcdp,
     zcdp_delta,
@@ -29,6 +40,7 @@ from ._sensitivity import (
     NORMS,
     lattice_contribution_radius,
     lattice_widened_sensitivity,
+    linf_ball_l2_radius,
     replace_one_mean_sensitivity,
     replace_one_sum_sensitivity,
 )
@@ -40,6 +52,13 @@ __all__ = [
     "compose",
     "compose_parallel",
     "compose_advanced",
+    "compose_homogeneous",
+    "advanced_composition_step",
+    "zcdp_remaining",
+    "split_off",
+    "adaptive_query_budget",
+    "compose_adaptive_queries",
+    "bounded_range_epsilon",
     "pure_to_zcdp",
     "pure_to_approx_dp",
     "zcdp_to_approx_dp",
@@ -58,4 +77,5 @@ __all__ = [
     "replace_one_mean_sensitivity",
     "lattice_contribution_radius",
     "lattice_widened_sensitivity",
+    "linf_ball_l2_radius",
 ]

@@ -12,13 +12,24 @@ References
    privacy. FOCS 2010.
 .. [BS16] M. Bun and T. Steinke. Concentrated differential privacy:
    simplifications, extensions, and lower bounds. TCC 2016. Lemma 2.3.
+.. [LSA+21] D. Levy et al. Learning with user-level privacy. NeurIPS 2021.
 """
 
 import math
 
-from ._budget import ZCDP, ApproxDP, PureDP
+from ._budget import ZCDP, ApproxDP, PureDP, _check_positive_finite
 
-__all__ = ["compose", "compose_parallel", "compose_advanced"]
+__all__ = [
+    "compose",
+    "compose_parallel",
+    "compose_advanced",
+    "compose_homogeneous",
+    "advanced_composition_step",
+    "zcdp_remaining",
+    "split_off",
+    "adaptive_query_budget",
+    "compose_adaptive_queries",
+]
 
 
 def _kinds(losses):
@@ -146,3 +157,258 @@ def compose_advanced(loss, k, delta_slack):
     eps_total += k * eps * math.expm1(eps)
     delta = k * getattr(loss, "delta", 0.0) + delta_slack
     return ApproxDP(eps_total, min(delta, 1.0))
+
+
+def compose_homogeneous(loss, k, delta_slack):
+    """The better of basic and advanced composition of ``k`` equal losses.
+
+    Basic composition gives ``(kε, kδ)``; advanced composition
+    (:func:`compose_advanced`) gives ``(ε', kδ + δ')``. The advanced bound is
+    used only when its ε is smaller.
+
+    Parameters
+    ----------
+    loss : PureDP or ApproxDP
+        Loss of each composed mechanism.
+    k : int
+        Number of adaptively composed mechanisms, ``>= 1``.
+    delta_slack : float
+        The extra δ' allowed for advanced composition, in ``(0, 1)``.
+
+    Returns
+    -------
+    loss : PureDP or ApproxDP
+        The composed guarantee (pure when basic composition of pure losses
+        wins).
+
+    Examples
+    --------
+    >>> from skuserdp.privacy import compose_homogeneous, PureDP
+    >>> compose_homogeneous(PureDP(0.5), 2, 1e-6)
+    PureDP(epsilon=1.0)
+    >>> round(compose_homogeneous(PureDP(0.01), 1000, 1e-6).epsilon, 3)
+    1.763
+    """
+    basic = compose(*([loss] * int(k))) if int(k) >= 1 else None
+    advanced = compose_advanced(loss, k, delta_slack)
+    return advanced if advanced.epsilon < basic.epsilon else basic
+
+
+def advanced_composition_step(epsilon, delta_slack, k, *, rule="exact"):
+    """Per-step ε for ``k`` pure mechanisms composing to at most ε.
+
+    ``rule="paper"`` is the closed form ``ε/(2√(2k ln(1/δ')))`` used by Levy
+    et al. [LSA+21]_ (Algorithm 2 and Theorem 10): it makes the first term of
+    the advanced composition bound equal ε/2 and *assumes* the second term
+    ``kε₀(e^ε₀ − 1)`` is at most ε/2. That assumption fails for large ε
+    (e.g. k = 16, ε = 30, δ' = 1e-3: the advanced bound is 43.1, although
+    basic composition still gives 16.1). The split is accepted when the
+    better of basic and advanced composition meets ε; otherwise the exact
+    rule is used instead. ``rule="exact"`` returns the largest ε₀ whose
+    :func:`compose_homogeneous` composition is at most ε (bisection on the
+    exact bound, at least the basic ``ε/k``).
+
+    Parameters
+    ----------
+    epsilon : float
+        Target composed ε, ``> 0``.
+    delta_slack : float
+        The δ' of advanced composition, in ``(0, 1)``.
+    k : int
+        Number of composed mechanisms, ``>= 1``.
+    rule : {"exact", "paper"}, default="exact"
+        How to split.
+
+    Returns
+    -------
+    epsilon_step : float
+        ε₀ with ``compose_homogeneous(PureDP(ε₀), k, δ').epsilon <= epsilon``.
+
+    Examples
+    --------
+    >>> from skuserdp.privacy import advanced_composition_step
+    >>> round(advanced_composition_step(1.0, 1e-6, 64, rule="paper"), 5)
+    0.01189
+    >>> round(advanced_composition_step(1.0, 1e-6, 64), 5)
+    0.02297
+    """
+    epsilon = _check_positive_finite("epsilon", epsilon)
+    if not 0 < delta_slack < 1:
+        raise ValueError(f"delta_slack must be in (0, 1), got {delta_slack!r}.")
+    k = int(k)
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got {k}.")
+    if rule not in ("exact", "paper"):
+        raise ValueError(f"rule must be 'exact' or 'paper', got {rule!r}.")
+
+    def composed(eps0):
+        return compose_homogeneous(PureDP(eps0), k, delta_slack).epsilon
+
+    if rule == "paper":
+        eps0 = epsilon / (2.0 * math.sqrt(2.0 * k * math.log(1.0 / delta_slack)))
+        if composed(eps0) <= epsilon:
+            return eps0
+    lo, hi = epsilon / k, epsilon
+    if composed(hi) <= epsilon:
+        return hi
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if composed(mid) <= epsilon:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo <= 1e-15 * hi:
+            break
+    return lo
+
+
+def zcdp_remaining(total, *spent):
+    """The zCDP budget left after spending ``spent`` out of ``total``.
+
+    Parameters
+    ----------
+    total : float or ZCDP
+        The whole budget ρ.
+    *spent : float or ZCDP
+        Parts already committed.
+
+    Returns
+    -------
+    rest : ZCDP
+        ``ZCDP(total − Σ spent)``.
+
+    Raises
+    ------
+    ValueError
+        If nothing (or less than nothing) is left.
+
+    Examples
+    --------
+    >>> from skuserdp.privacy import zcdp_remaining, ZCDP
+    >>> zcdp_remaining(ZCDP(0.5), 0.125, ZCDP(0.25))
+    ZCDP(rho=0.125)
+    """
+    rho = ZCDP(total).rho if not isinstance(total, ZCDP) else total.rho
+    used = sum(s.rho if isinstance(s, ZCDP) else ZCDP(s).rho for s in spent)
+    rest = rho - used
+    if not rest > 0:
+        raise ValueError(
+            f"the spent parts (ρ = {used!r}) exhaust the budget ρ = {rho!r}."
+        )
+    return ZCDP(rest)
+
+
+def split_off(budget, share):
+    """Split a budget into a pure step (a share of it) and the rest.
+
+    Parameters
+    ----------
+    budget : PureDP, ApproxDP or ZCDP
+        The whole budget.
+    share : float
+        Fraction in ``(0, 1)`` given to the pure step.
+
+    Returns
+    -------
+    step_epsilon : float
+        ε of the pure step. For a zCDP budget the step is assumed ε-bounded
+        range (an exponential mechanism): ``ε = √(8·share·ρ)``, costing
+        ``share·ρ``.
+    rest : PureDP, ApproxDP or ZCDP
+        What is left; ``compose(step, rest)`` equals ``budget``.
+
+    Examples
+    --------
+    >>> from skuserdp.privacy import split_off, ApproxDP, ZCDP
+    >>> split_off(ApproxDP(1.0, 1e-6), 0.25)
+    (0.25, ApproxDP(epsilon=0.75, delta=1e-06))
+    >>> split_off(ZCDP(0.5), 0.25)
+    (1.0, ZCDP(rho=0.375))
+    """
+    if not 0 < share < 1:
+        raise ValueError(f"share must be in (0, 1), got {share!r}.")
+    if isinstance(budget, ZCDP):
+        step = share * budget.rho
+        return math.sqrt(8.0 * step), ZCDP(budget.rho - step)
+    if isinstance(budget, PureDP):
+        return share * budget.epsilon, PureDP((1 - share) * budget.epsilon)
+    if isinstance(budget, ApproxDP):
+        return share * budget.epsilon, ApproxDP((1 - share) * budget.epsilon,
+                                                budget.delta)
+    raise TypeError("budget must be a PureDP, ApproxDP or ZCDP loss.")
+
+
+def adaptive_query_budget(epsilon, delta, k, *, calibration="tight"):
+    """Budget of each of ``k`` adaptively chosen queries (Levy et al., Thm 10).
+
+    Parameters
+    ----------
+    epsilon : float
+        Total ε, ``> 0``.
+    delta : float
+        Total δ in ``[0, 1)``.
+    k : int
+        Number of queries, ``>= 1``.
+    calibration : {"tight", "paper"}, default="tight"
+        ``"tight"``: ``ZCDP(ρ/k)`` with ``ρ = zcdp_rho_for(ε, δ)`` (zCDP
+        composition is additive), or ``PureDP(ε/k)`` when δ = 0.
+        ``"paper"``: Theorem 10's ``ε₀ = ε/(2√(2k ln(2/δ)))`` (corrected by
+        :func:`advanced_composition_step` when the advanced bound would
+        exceed ε) and ``δ₀ = δ/(2k)``; ``PureDP(ε/k)`` when δ = 0.
+
+    Returns
+    -------
+    budget : PureDP, ApproxDP or ZCDP
+        The per-query budget.
+
+    Examples
+    --------
+    >>> from skuserdp.privacy import adaptive_query_budget
+    >>> adaptive_query_budget(1.0, 0.0, 4)
+    PureDP(epsilon=0.25)
+    >>> b = adaptive_query_budget(1.0, 1e-6, 100, calibration="paper")
+    >>> round(b.epsilon, 5), b.delta
+    (0.00928, 5e-09)
+    """
+    k = int(k)
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got {k}.")
+    if delta == 0:
+        return PureDP(epsilon / k)
+    if calibration == "paper":
+        eps0 = advanced_composition_step(epsilon, delta / 2.0, k, rule="paper")
+        return ApproxDP(eps0, delta / (2.0 * k))
+    from ._conversion import zcdp_rho_for
+
+    return ZCDP(zcdp_rho_for(epsilon, delta) / k)
+
+
+def compose_adaptive_queries(loss, k, delta):
+    """Total loss of ``k`` adaptive queries that each incurred ``loss``.
+
+    zCDP and pure losses add up; (ε, δ) losses use
+    :func:`compose_homogeneous` with slack ``δ/2`` (Theorem 10's split).
+
+    Parameters
+    ----------
+    loss : PureDP, ApproxDP or ZCDP
+        Loss of each query.
+    k : int
+        Number of queries.
+    delta : float
+        The total δ target (only used for (ε, δ) losses).
+
+    Returns
+    -------
+    loss : PureDP, ApproxDP or ZCDP
+        The composed loss.
+
+    Examples
+    --------
+    >>> from skuserdp.privacy import compose_adaptive_queries, ZCDP
+    >>> compose_adaptive_queries(ZCDP(0.01), 10, 1e-6)
+    ZCDP(rho=0.1)
+    """
+    if isinstance(loss, ApproxDP) and loss.delta > 0:
+        return compose_homogeneous(loss, k, delta / 2.0)
+    return compose(*([loss] * int(k)))

@@ -32,6 +32,7 @@ from ._budget import ZCDP, ApproxDP, PureDP
 __all__ = [
     "pure_to_zcdp",
     "pure_to_approx_dp",
+    "bounded_range_epsilon",
     "zcdp_to_approx_dp",
     "zcdp_delta",
     "zcdp_rho_for",
@@ -82,6 +83,30 @@ def pure_to_zcdp(epsilon, *, bounded_range=False):
     """
     eps = _as_eps(epsilon)
     return ZCDP(eps * eps / (8.0 if bounded_range else 2.0))
+
+
+def bounded_range_epsilon(rho):
+    """The ε at which a bounded-range mechanism (exponential mechanism) is ρ-zCDP.
+
+    Inverse of ``pure_to_zcdp(ε, bounded_range=True)``: ``ε = √(8ρ)`` [CR21]_.
+
+    Parameters
+    ----------
+    rho : float or ZCDP
+        The zCDP budget for the mechanism.
+
+    Returns
+    -------
+    epsilon : float
+        The largest ε whose ε-bounded-range mechanism is ρ-zCDP.
+
+    Examples
+    --------
+    >>> from skuserdp.privacy import bounded_range_epsilon
+    >>> bounded_range_epsilon(0.125)
+    1.0
+    """
+    return math.sqrt(8.0 * _as_rho(rho))
 
 
 def pure_to_approx_dp(epsilon):

@@ -24,6 +24,7 @@ __all__ = [
     "replace_one_mean_sensitivity",
     "lattice_contribution_radius",
     "lattice_widened_sensitivity",
+    "linf_ball_l2_radius",
 ]
 
 NORMS = ("l1", "l2", "linf")
@@ -148,3 +149,31 @@ def lattice_widened_sensitivity(sensitivity, grid, dim, norm):
     if not (math.isfinite(grid) and grid > 0):
         raise ValueError(f"grid must be a finite number > 0, got {grid!r}.")
     return _nonneg("sensitivity", sensitivity) + grid * _rounding_term(dim, norm)
+
+
+def linf_ball_l2_radius(radius, dim):
+    """ℓ2 radius of the ℓ∞ ball of radius ``radius`` in ``dim`` dimensions.
+
+    A contribution whose every coordinate is at most ``radius`` from the
+    centre lies within ℓ2 distance ``radius·√dim``; the replace-one ℓ2
+    sensitivity of a sum of such contributions is twice that.
+
+    Parameters
+    ----------
+    radius : float
+        ℓ∞ radius, ``>= 0``.
+    dim : int
+        Number of coordinates, ``>= 1``.
+
+    Returns
+    -------
+    radius : float
+        ``radius·√dim``.
+
+    Examples
+    --------
+    >>> from skuserdp.privacy import linf_ball_l2_radius
+    >>> linf_ball_l2_radius(1.5, 16)
+    6.0
+    """
+    return _nonneg("radius", radius) * _rounding_term(dim, "l2")
