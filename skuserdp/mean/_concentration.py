@@ -18,12 +18,16 @@ free; skuserdp offers three ways to obtain it:
 * **Private estimate** (``tau="auto"``; not in the paper, spec §6.2 item 3).
   Users are paired by a random permutation drawn independently of the data;
   the ℓ2 distances of the ⌊n/2⌋ pairs are computed; the exponential mechanism
-  picks a radius from the public geometric grid ``2R·2^(-j/2)``,
-  ``j = 0..J``, with score ``−|#{pairs with distance ≤ r} − T|`` for a target
-  count ``T = ⌊n/2⌋ − ⌈2 ln(J/γ)/ε⌉`` (at least half the pairs). Replacing one
-  user changes one pair distance, so every count moves by at most 1: the
+  picks a radius r from the public geometric grid ``2R·2^(-j/2)``,
+  ``j = 0..J``, with score ``−#{pairs with distance > r} − p(J − j)`` with
+  ``p = min(2 ln 4/ε, ⌊n/2⌋/(2J))``: the data part counts the pairs the
+  radius leaves out, the public part quarters the weight of each step up the
+  grid, so the smallest radius that leaves out only a few pairs (about ``p``
+  per step) wins. Replacing
+  one user changes one pair distance, so every count moves by at most 1: the
   score has sensitivity 1 and the step is ε-DP (ε²/8-zCDP). Its ε is charged
-  to the release and reported.
+  to the release and reported. For users within ``τ`` of a point every pair
+  distance is at most ``2τ``, so the estimate is about ``2τ`` or less.
 """
 
 import math
@@ -150,9 +154,14 @@ def private_tau(vectors, epsilon, *, value_range, gamma, rng):
     perm = rng.permutation(n)
     a, b = perm[0:2 * n_pairs:2], perm[1:2 * n_pairs:2]
     dist = np.sqrt(np.einsum("ij,ij->i", V[a] - V[b], V[a] - V[b]))
-    radii = 2.0 * value_range * 2.0 ** (-0.5 * np.arange(TAU_GRID_STEPS + 1))
+    steps = np.arange(TAU_GRID_STEPS + 1)
+    radii = 2.0 * value_range * 2.0 ** (-0.5 * steps)
     counts = np.searchsorted(np.sort(dist), radii, side="right")
-    slack = math.ceil(2.0 * math.log(radii.shape[0] / gamma) / epsilon)
-    target = max(n_pairs - slack, math.ceil(n_pairs / 2))
-    scores = -np.abs(counts - target).astype(np.float64)
+    # Data part: pairs left outside (sensitivity 1). Public part: each step
+    # up the grid (a factor √2) quarters the weight, so the smallest radius
+    # that leaves out few pairs wins; the whole penalty range is kept below
+    # n_pairs/2 so that tiny radii cannot win by leaving every pair out.
+    per_step = min(2.0 * math.log(4.0) / epsilon, n_pairs / (2.0 * TAU_GRID_STEPS))
+    penalty = per_step * (TAU_GRID_STEPS - steps)
+    scores = -(n_pairs - counts).astype(np.float64) - penalty
     return float(radii[exponential_mechanism(scores, epsilon, 1.0, rng)])
