@@ -128,7 +128,7 @@ class WinsorizedPlan:
     Computed by :func:`plan_winsorized_mean` from public values only; two
     datasets of the same public shape get the same plan.
 
-    Attributes
+    Parameters
     ----------
     n_users, n_features, n_padded : int
         n, d and d′ (d′ = 1 when d = 1: no rotation).

@@ -351,8 +351,8 @@ class WinsorizedMeanEstimator(UserLevelMeanEstimator):
 
     References
     ----------
-    .. [LSA+21] D. Levy, Z. Sun, K. Amin, S. Kale, A. Kulesza, M. Mohri and
-       A. T. Suresh. Learning with user-level privacy. NeurIPS 2021.
+    Levy, Sun, Amin, Kale, Kulesza, Mohri and Suresh, "Learning with
+    user-level privacy", NeurIPS 2021 ([LSA+21]_ on the privacy-model page).
 
     Examples
     --------

@@ -12,7 +12,6 @@ References
    privacy. FOCS 2010.
 .. [BS16] M. Bun and T. Steinke. Concentrated differential privacy:
    simplifications, extensions, and lower bounds. TCC 2016. Lemma 2.3.
-.. [LSA+21] D. Levy et al. Learning with user-level privacy. NeurIPS 2021.
 """
 
 import math
