@@ -235,7 +235,7 @@ class RandomHadamardRotation:
         Y = np.asarray(Y, dtype=np.float64)
         if Y.ndim != 2 or Y.shape[1] != self.n_padded:
             raise ValueError(f"Y must have shape (n, {self.n_padded}), got {Y.shape}.")
-        Xt = self.unrotate_columns(np.ascontiguousarray(Y.T), inplace=True)
+        Xt = self.unrotate_columns(np.array(Y.T, order="C"), inplace=True)
         return np.ascontiguousarray(Xt[: self.n_features].T)
 
     def _check_rows(self, A):
