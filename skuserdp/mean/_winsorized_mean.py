@@ -360,8 +360,9 @@ class WinsorizedMeanEstimator(UserLevelMeanEstimator):
     >>> from skuserdp.mean import WinsorizedMeanEstimator
     >>> X, groups, true_mean = make_user_samples(n_users=2000, n_features=3,
     ...                                          mean=0.5, random_state=0)
-    >>> est = WinsorizedMeanEstimator(epsilon=1.0, delta=1e-6, bound=100.0,
-    ...                               random_state=0).fit(X, groups=groups)
+    >>> est = WinsorizedMeanEstimator(epsilon=1.0, delta=1e-6, tau=3.0,
+    ...                               bound=100.0, random_state=0)
+    >>> est = est.fit(X, groups=groups)
     >>> est.n_users_, est.epsilon_ <= 1.0
     (2000, True)
     >>> est.mean_.round(1)
