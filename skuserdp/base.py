@@ -16,7 +16,7 @@ from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator
+from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -46,8 +46,9 @@ def _check_not_sparse(X):
 class UserLevelMeanEstimator(UserLevelMixin, BaseEstimator):
     """Base class for user-level differentially private mean estimators.
 
-    Subclasses implement ``_fit_user_means(U, seed_sequence)`` returning
-    ``(mean, privacy_loss)`` and may extend ``_parameter_constraints``.
+    Subclasses implement ``_fit_user_means(U)``: it receives the per-user
+    means (one row per user) and returns ``(mean, privacy_loss)``; it may set
+    further fitted attributes. They may extend ``_parameter_constraints``.
     """
 
     _parameter_constraints: dict = {
@@ -97,6 +98,37 @@ class UserLevelMeanEstimator(UserLevelMixin, BaseEstimator):
                 "output would be pure noise."
             )
         return X, codes, n_users
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y=None, *, groups=None):
+        """Fit the private mean of the per-user means.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows of all users, finite. Not modified.
+        y : None
+            Ignored. If ``y`` is given without ``groups`` a
+            :class:`~skuserdp.exceptions.YIgnoredWarning` is raised: user ids
+            must be passed as ``groups=``.
+        groups : array-like of shape (n_samples,), default=None
+            User id of every row (any hashable labels; a pandas Series is
+            fine). This defines the unit of privacy. ``None`` treats every
+            row as its own user and emits an
+            :class:`~skuserdp.exceptions.ItemLevelPrivacyWarning`.
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
+        """
+        X, codes, n_users = self._validate_fit_input(X, y, groups)
+        U = _means_by_code(X, codes, n_users)[0]
+        mean, loss = self._fit_user_means(U)
+        self.mean_ = mean
+        self.n_users_ = n_users
+        self._set_spend(loss)
+        return self
 
     def _set_spend(self, loss):
         """Record the privacy spent as fitted attributes."""

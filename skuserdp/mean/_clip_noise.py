@@ -23,7 +23,6 @@ Algorithm (replace-one user neighbours, n users public):
 import math
 
 import numpy as np
-from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, Real
 
 from ..base import UserLevelMeanEstimator
@@ -36,7 +35,6 @@ from ..mechanisms import (
     exact_sum,
 )
 from ..privacy import lattice_contribution_radius, replace_one_sum_sensitivity
-from ..users._aggregate import _means_by_code
 from ..utils._docstrings import fill_doc
 from ..utils._random import make_seed_sequence
 from ..utils._validation import check_center, check_positive_scalar
@@ -204,28 +202,8 @@ class ClipNoiseMeanEstimator(UserLevelMeanEstimator):
         self.random_state = random_state
         self.n_jobs = n_jobs
 
-    @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y=None, *, groups=None):
-        """Fit the private mean of the per-user means.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows of all users, finite. Not modified.
-        y : None
-            Ignored. If ``y`` is given without ``groups`` a
-            :class:`~skuserdp.exceptions.YIgnoredWarning` is raised: user ids
-            must be passed as ``groups=``.
-        {groups}
-
-        Returns
-        -------
-        self : ClipNoiseMeanEstimator
-            The fitted estimator.
-        """
-        X, codes, n_users = self._validate_fit_input(X, y, groups)
-        U = _means_by_code(X, codes, n_users)[0]
-        mean, loss = clip_noise_mean(
+    def _fit_user_means(self, U):
+        return clip_noise_mean(
             U,
             epsilon=self.epsilon,
             delta=self.delta,
@@ -235,7 +213,3 @@ class ClipNoiseMeanEstimator(UserLevelMeanEstimator):
             random_state=self.random_state,
             n_jobs=self.n_jobs,
         )
-        self.mean_ = mean
-        self.n_users_ = n_users
-        self._set_spend(loss)
-        return self

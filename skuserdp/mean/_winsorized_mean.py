@@ -10,7 +10,6 @@ budget, and wraps the core as a function, an estimator and a query engine.
 """
 
 import numpy as np
-from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Integral, Interval, Real, StrOptions
 
 from ..base import UserLevelMeanEstimator
@@ -25,7 +24,6 @@ from ..privacy import (
     split_off,
     zcdp_rho_for,
 )
-from ..users._aggregate import _means_by_code
 from ..utils._docstrings import fill_doc
 from ..utils._random import generator_from, make_seed_sequence
 from ..utils._validation import check_bound
@@ -394,28 +392,8 @@ class WinsorizedMeanEstimator(UserLevelMeanEstimator):
         self.random_state = random_state
         self.n_jobs = n_jobs
 
-    @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y=None, *, groups=None):
-        """Fit the private mean of the per-user means.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows of all users, finite. Not modified.
-        y : None
-            Ignored. If ``y`` is given without ``groups`` a
-            :class:`~skuserdp.exceptions.YIgnoredWarning` is raised: user ids
-            must be passed as ``groups=``.
-        {groups}
-
-        Returns
-        -------
-        self : WinsorizedMeanEstimator
-            The fitted estimator.
-        """
-        X, codes, n_users = self._validate_fit_input(X, y, groups)
-        U = _means_by_code(X, codes, n_users)[0]
-        mean, loss, tau = winsorized_mean(
+    def _fit_user_means(self, U):
+        mean, loss, self.tau_ = winsorized_mean(
             U,
             epsilon=self.epsilon,
             delta=self.delta,
@@ -429,8 +407,4 @@ class WinsorizedMeanEstimator(UserLevelMeanEstimator):
             random_state=self.random_state,
             n_jobs=self.n_jobs,
         )
-        self.mean_ = mean
-        self.tau_ = tau
-        self.n_users_ = n_users
-        self._set_spend(loss)
-        return self
+        return mean, loss
