@@ -109,6 +109,7 @@ from ..privacy import (
     zcdp_rho_for,
 )
 from ..utils._random import generator_from, make_seed_sequence
+from ..utils._validation import check_positive_scalar
 
 __all__ = ["WinsorizedPlan", "plan_winsorized_mean", "winsorized_mean_from_plan"]
 
@@ -216,7 +217,7 @@ def _pure_plan(eps_coord, eps_r, base, calibration):
     per_coord = compose(PureDP(eps_r), noise.privacy(sens))
     return dict(base, grid=grid, noise=noise, range_epsilon=eps_r,
                 route="pure" if calibration == "tight" else "paper",
-                per_coord=per_coord, d_pad=d_pad)
+                per_coord=per_coord)
 
 
 def _zcdp_plan(rho, base):
@@ -284,13 +285,8 @@ def plan_winsorized_mean(n_users, n_features, *, tau, value_range, budget,
         )
     if not 0 < gamma < 1:
         raise ValueError(f"gamma must be in (0, 1), got {gamma!r}.")
-    tau, value_range = float(tau), float(value_range)
-    if not (math.isfinite(tau) and tau > 0):
-        raise ValueError(f"tau must be a finite number > 0, got {tau!r}.")
-    if not (math.isfinite(value_range) and value_range > 0):
-        raise ValueError(
-            f"value_range must be a finite number > 0, got {value_range!r}."
-        )
+    tau = check_positive_scalar(tau, "tau")
+    value_range = check_positive_scalar(value_range, "value_range")
     d_pad = 1 if n_features == 1 else padded_dimension(n_features)
     tau_coord = _coordinate_scale(tau, n_users, d_pad, gamma, calibration)
     w, h, n_bins = _layout(tau_coord, value_range, calibration)

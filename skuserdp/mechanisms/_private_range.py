@@ -30,11 +30,11 @@ probability at most ``l · exp(-εn/4)``.
 """
 
 import math
-import numbers
 
 import numpy as np
 
 from ..utils._random import generator_from, make_seed_sequence
+from ..utils._validation import check_positive_scalar
 
 __all__ = ["private_range", "private_range_window"]
 
@@ -237,15 +237,12 @@ def private_range(values, epsilon, *, tau, bound, bin_width=None,
     eps = np.broadcast_to(np.asarray(epsilon, dtype=np.float64), (V.shape[0],))
     if not (np.isfinite(eps).all() and (eps > 0).all()):
         raise ValueError("epsilon must be finite and > 0.")
-    for name, val in (("tau", tau), ("bound", bound)):
-        if isinstance(val, bool) or not isinstance(val, numbers.Real):
-            raise ValueError(f"{name} must be a real number, got {val!r}.")
-    if not (np.isfinite(tau) and tau > 0):
-        raise ValueError(f"tau must be a finite number > 0, got {tau!r}.")
-    w = 2.0 * float(tau) if bin_width is None else float(bin_width)
+    tau = check_positive_scalar(tau, "tau")
+    bound = check_positive_scalar(bound, "bound")
+    w = 2.0 * tau if bin_width is None else float(bin_width)
     rng = generator_from(make_seed_sequence(random_state))
-    bins, _ = sample_bins(V, np.ascontiguousarray(eps), float(bound), w, rng)
-    mid = -float(bound) + (bins + 0.5) * w
+    bins, _ = sample_bins(V, np.ascontiguousarray(eps), bound, w, rng)
+    mid = -bound + (bins + 0.5) * w
     half = private_range_window(tau, w)
     lower, upper = mid - half, mid + half
     if scalar:

@@ -17,6 +17,7 @@ References
 import math
 
 from ._budget import ZCDP, ApproxDP, PureDP, _check_positive_finite
+from ._conversion import _as_rho, bounded_range_epsilon, zcdp_rho_for
 
 __all__ = [
     "compose",
@@ -188,8 +189,8 @@ def compose_homogeneous(loss, k, delta_slack):
     >>> round(compose_homogeneous(PureDP(0.01), 1000, 1e-6).epsilon, 3)
     1.763
     """
-    basic = compose(*([loss] * int(k))) if int(k) >= 1 else None
-    advanced = compose_advanced(loss, k, delta_slack)
+    advanced = compose_advanced(loss, k, delta_slack)  # validates k
+    basic = compose(*([loss] * int(k)))
     return advanced if advanced.epsilon < basic.epsilon else basic
 
 
@@ -287,8 +288,8 @@ def zcdp_remaining(total, *spent):
     >>> zcdp_remaining(ZCDP(0.5), 0.125, ZCDP(0.25))
     ZCDP(rho=0.125)
     """
-    rho = ZCDP(total).rho if not isinstance(total, ZCDP) else total.rho
-    used = sum(s.rho if isinstance(s, ZCDP) else ZCDP(s).rho for s in spent)
+    rho = _as_rho(total)
+    used = sum(_as_rho(s) for s in spent)
     rest = rho - used
     if not rest > 0:
         raise ValueError(
@@ -328,7 +329,7 @@ def split_off(budget, share):
         raise ValueError(f"share must be in (0, 1), got {share!r}.")
     if isinstance(budget, ZCDP):
         step = share * budget.rho
-        return math.sqrt(8.0 * step), ZCDP(budget.rho - step)
+        return bounded_range_epsilon(step), ZCDP(budget.rho - step)
     if isinstance(budget, PureDP):
         return share * budget.epsilon, PureDP((1 - share) * budget.epsilon)
     if isinstance(budget, ApproxDP):
@@ -377,8 +378,6 @@ def adaptive_query_budget(epsilon, delta, k, *, calibration="tight"):
     if calibration == "paper":
         eps0 = advanced_composition_step(epsilon, delta / 2.0, k, rule="paper")
         return ApproxDP(eps0, delta / (2.0 * k))
-    from ._conversion import zcdp_rho_for
-
     return ZCDP(zcdp_rho_for(epsilon, delta) / k)
 
 
