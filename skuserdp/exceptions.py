@@ -1,6 +1,6 @@
 """Warnings and errors specific to skuserdp."""
 
-__all__ = ["ItemLevelPrivacyWarning", "YIgnoredWarning"]
+__all__ = ["AccuracyWarning", "ItemLevelPrivacyWarning", "YIgnoredWarning"]
 
 
 class ItemLevelPrivacyWarning(UserWarning):
@@ -22,4 +22,14 @@ class YIgnoredWarning(ItemLevelPrivacyWarning):
     Mean estimators ignore ``y``. The usual cause is ``est.fit(X, user_ids)``:
     the user ids bind to ``y`` positionally and are ignored, so the fit is
     item-level. Write ``est.fit(X, groups=user_ids)`` instead.
+    """
+
+
+class AccuracyWarning(UserWarning):
+    """The release is private, but its accuracy guarantee does not hold.
+
+    Raised from public quantities only (number of users, dimension, budget,
+    declared bounds), never from the data: e.g. too few users for the
+    paper's range step to find the bulk of every coordinate with the
+    declared failure probability. The privacy guarantee is unaffected.
     """

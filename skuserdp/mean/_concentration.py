@@ -16,18 +16,35 @@ free; skuserdp offers three ways to obtain it:
   user means are (σ/√m)-sub-Gaussian. Paper: ``τ = (σ/√m)√(d ln(2n/γ))``;
   tight: Hsu–Kakade–Zhang, ``τ = (σ/√m)√(d + 2√(dt) + 2t)``, ``t = ln(n/γ)``.
 * **Private estimate** (``tau="auto"``; not in the paper, spec §6.2 item 3).
-  Users are paired by a random permutation drawn independently of the data;
-  the ℓ2 distances of the ⌊n/2⌋ pairs are computed; the exponential mechanism
-  picks a radius r from the public geometric grid ``2R·2^(-j/2)``,
-  ``j = 0..J``, with score ``−#{pairs with distance > r} − p(J − j)`` with
-  ``p = min(2 ln 4/ε, ⌊n/2⌋/(2J))``: the data part counts the pairs the
-  radius leaves out, the public part quarters the weight of each step up the
-  grid, so the smallest radius that leaves out only a few pairs (about ``p``
-  per step) wins. Replacing
-  one user changes one pair distance, so every count moves by at most 1: the
-  score has sensitivity 1 and the step is ε-DP (ε²/8-zCDP). Its ε is charged
-  to the release and reported. For users within ``τ`` of a point every pair
-  distance is at most ``2τ``, so the estimate is about ``2τ`` or less.
+  Users are paired by a random permutation drawn independently of the data
+  and the ℓ2 distances of the ⌊n/2⌋ pairs are computed. Replacing one user
+  changes one pair distance, so every count of pairs below or above a fixed
+  radius moves by at most 1. Two exponential mechanisms, each at ε/2 and
+  with score sensitivity 1, pick radii from the public geometric grid
+  ``r_j = 2R·2^(-j/2)``, ``j = 0..J``:
+
+  1. the grid interval ``(r_{j+1}, r_j]`` holding the *median* pair
+     distance: score minus the number of pairs that would have to move for
+     the interval to hold it, ``−max(c_{j+1} − ⌊n/2⌋/2, ⌊n/2⌋/2 − c_j, 0)``
+     with ``c_j = #{pairs ≤ r_j}`` (a maximum of sensitivity-1 counts: itself
+     sensitivity 1). This locates the bulk wherever it is on the grid, even
+     when all pairs fall between two grid points; ``j₁`` is its upper end;
+  2. an *upper* radius, searched only among the ``K = 8`` grid points at or
+     above the median estimate (up to 16×): score ``−#{pairs > r_j} −
+     p·(j₁ − j)`` with ``p = 2 ln 4/(ε/2)``, so every step up (a factor √2)
+     must leave out ``p`` fewer pairs to be worth its quartered weight. Only
+     eight candidates remain, so the penalty can be strong enough to stop
+     the mechanism just above the bulk.
+
+  Both steps compose to ε-DP (ε²/8-zCDP; each is ε/2-bounded-range). The
+  estimate is charged to the release and reported. For users within ``τ``
+  of a point every pair distance is at most ``2τ``, so the estimate is at
+  most about ``2τ``; the radius it returns leaves out a few pairs at most.
+
+  The first step only finds the bulk if ``⌊n/2⌋/2`` pairs outweigh the
+  ``J + 1`` candidates: :func:`private_tau_feasible` asks for
+  ``⌊n/2⌋·ε ≥ 8 ln((J + 1)/γ)`` (a public rule: n, ε and γ only). Below it
+  the estimators do not estimate τ and use the public bound instead.
 """
 
 import math
@@ -36,10 +53,13 @@ import numpy as np
 
 from ..mechanisms import exponential_mechanism
 
-__all__ = ["tau_bounded_rows", "tau_sub_gaussian", "private_tau"]
+__all__ = ["tau_bounded_rows", "tau_sub_gaussian", "private_tau",
+           "private_tau_feasible"]
 
 # Candidate radii 2R·2^(-j/2), j = 0..TAU_GRID_STEPS (down to about 2^-30·2R).
 TAU_GRID_STEPS = 60
+# Second step of the private τ: grid points searched above the median.
+TAU_UPPER_STEPS = 8
 
 
 def tau_bounded_rows(value_range, samples_per_user, n_users, gamma):
@@ -113,6 +133,47 @@ def tau_sub_gaussian(sigma, samples_per_user, n_features, n_users, gamma, *,
     return s * math.sqrt(d + 2.0 * math.sqrt(d * t) + 2.0 * t)
 
 
+def tau_grid(value_range):
+    """The public candidate radii ``2R·2^(-j/2)``, ``j = 0..J``, of :func:`private_tau`.
+
+    Examples
+    --------
+    >>> from skuserdp.mean._concentration import tau_grid
+    >>> tau_grid(1.0)[:3].round(3)
+    array([2.   , 1.414, 1.   ])
+    """
+    return 2.0 * value_range * 2.0 ** (-0.5 * np.arange(TAU_GRID_STEPS + 1))
+
+
+def private_tau_feasible(n_users, epsilon, gamma):
+    """Whether :func:`private_tau` can locate the bulk (public rule).
+
+    Parameters
+    ----------
+    n_users : int
+        Number of users n.
+    epsilon : float
+        ε of the τ estimate.
+    gamma : float
+        Failure probability, in ``(0, 1)``.
+
+    Returns
+    -------
+    feasible : bool
+        ``⌊n/2⌋·ε ≥ 8 ln((J + 1)/γ)``: the median step's correct grid point
+        then outscores every far one by ``⌊n/2⌋/2``, so a far pick has
+        probability at most γ.
+
+    Examples
+    --------
+    >>> from skuserdp.mean._concentration import private_tau_feasible
+    >>> private_tau_feasible(300, 0.05, 0.01), private_tau_feasible(4000, 0.1, 0.01)
+    (False, True)
+    """
+    needed = 8.0 * math.log((TAU_GRID_STEPS + 1) / gamma)
+    return (int(n_users) // 2) * epsilon >= needed
+
+
 def private_tau(vectors, epsilon, *, value_range, gamma, rng):
     """ε-DP estimate of the spread of per-user vectors (pair distances).
 
@@ -122,18 +183,19 @@ def private_tau(vectors, epsilon, *, value_range, gamma, rng):
         One vector per user, of ℓ2 norm at most ``value_range`` (a larger
         norm only changes a count, never the privacy).
     epsilon : float
-        Privacy parameter of this step, ``> 0``.
+        Privacy parameter of this step, ``> 0`` (two mechanisms at ε/2).
     value_range : float
         Public ℓ2 bound ``R``; candidate radii start at ``2R``.
     gamma : float
-        Failure probability used to set the target count, in ``(0, 1)``.
+        Failure probability (documents the feasibility rule; the mechanism
+        itself does not depend on it), in ``(0, 1)``.
     rng : numpy.random.Generator
-        Randomness for the pairing and the mechanism (never the data).
+        Randomness for the pairing and the mechanisms (never the data).
 
     Returns
     -------
     tau : float
-        A radius from the public grid, about the upper quantile of the pair
+        A radius from the public grid just above the bulk of the pair
         distances (see the module docstring).
 
     Examples
@@ -151,17 +213,45 @@ def private_tau(vectors, epsilon, *, value_range, gamma, rng):
     n_pairs = n // 2
     if n_pairs < 1:
         raise ValueError("a private tau needs at least 2 users.")
+    if not 0 < gamma < 1:
+        raise ValueError(f"gamma must be in (0, 1), got {gamma!r}.")
     perm = rng.permutation(n)
     a, b = perm[0:2 * n_pairs:2], perm[1:2 * n_pairs:2]
-    dist = np.sqrt(np.einsum("ij,ij->i", V[a] - V[b], V[a] - V[b]))
-    steps = np.arange(TAU_GRID_STEPS + 1)
-    radii = 2.0 * value_range * 2.0 ** (-0.5 * steps)
-    counts = np.searchsorted(np.sort(dist), radii, side="right")
-    # Data part: pairs left outside (sensitivity 1). Public part: each step
-    # up the grid (a factor √2) quarters the weight, so the smallest radius
-    # that leaves out few pairs wins; the whole penalty range is kept below
-    # n_pairs/2 so that tiny radii cannot win by leaving every pair out.
-    per_step = min(2.0 * math.log(4.0) / epsilon, n_pairs / (2.0 * TAU_GRID_STEPS))
-    penalty = per_step * (TAU_GRID_STEPS - steps)
-    scores = -(n_pairs - counts).astype(np.float64) - penalty
-    return float(radii[exponential_mechanism(scores, epsilon, 1.0, rng)])
+    diff = V[a] - V[b]
+    dist = np.sqrt(np.einsum("ij,ij->i", diff, diff))
+    radii = tau_grid(value_range)
+    half = epsilon / 2.0
+    j_med = exponential_mechanism(_median_scores(dist, radii), half, 1.0, rng)
+    lo, scores = _upper_scores(dist, radii, j_med, half)
+    return float(radii[lo + exponential_mechanism(scores, half, 1.0, rng)])
+
+
+def _pairs_inside(dist, radii):
+    return np.searchsorted(np.sort(dist), radii, side="right").astype(np.float64)
+
+
+def _median_scores(dist, radii):
+    """Step 1 scores of candidates ``j = 0..J−1`` (sensitivity 1 in ``dist``).
+
+    The grid interval ``(r_{j+1}, r_j]`` holding the median pair distance
+    scores 0; any other interval scores minus the number of pairs that
+    would have to move for it to hold the median.
+    """
+    half_pairs = dist.size / 2.0
+    inside = _pairs_inside(dist, radii)
+    below = inside[1:]
+    return -np.maximum(np.maximum(below - half_pairs, half_pairs - inside[:-1]), 0.0)
+
+
+def _upper_scores(dist, radii, j_med, epsilon):
+    """Step 2: first candidate index and scores of ``j = lo..j_med``.
+
+    Up to :data:`TAU_UPPER_STEPS` grid points at or above ``r_{j_med}``
+    (larger radii, smaller j); each step up costs ``2 ln 4/ε`` (the public
+    part), the data part is minus the pairs left outside (sensitivity 1).
+    """
+    lo = max(0, int(j_med) - TAU_UPPER_STEPS)
+    cand = np.arange(lo, int(j_med) + 1)
+    outside = dist.size - _pairs_inside(dist, radii[cand])
+    per_step = 2.0 * math.log(4.0) / epsilon
+    return lo, -outside - per_step * (j_med - cand)

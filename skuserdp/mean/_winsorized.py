@@ -59,15 +59,28 @@ output, and adaptive composition covers its use.
   narrower (``w = τ′/2``, so ``h = 2.25τ′`` instead of ``3τ′``), and the
   PrivateRange budget is only what its accuracy needs: ``ε_r =
   4 ln(l d′/γ_r)/n`` makes every coordinate miss the bulk with probability at
-  most ``γ_r/d′`` (``γ_r = γ/2``), capped at half of the budget. The rest
-  goes to noise, by whichever route gives the smaller noise variance:
+  most ``γ_r/d′`` (``γ_r = γ/2``), capped at 90% of the budget; a plan
+  whose PrivateRange would need more is *unreliable* (its failure bound
+  ``d′·l·exp(−ε_r n/4)`` exceeds γ/2) and is not chosen. The rest goes to
+  noise, by whichever reliable route gives the smaller noise variance:
 
   - pure (always when δ = 0): discrete Laplace at ``ε/d′ − ε_r`` per
     coordinate; basic composition gives ε;
   - zCDP (δ > 0): ``ρ = zcdp_rho_for(ε, δ)`` (the largest ρ whose optimal
     conversion [CKS20]_ meets (ε, δ)); PrivateRange costs ``d′ε_r²/8``; one
     discrete Gaussian on the d′-vector of sums with ℓ2 sensitivity ``2R∞√d′``
-    uses the remainder. zCDP composition is additive.
+    uses the remainder. zCDP composition is additive;
+  - box (pure or zCDP; not in the paper): Algorithm 1 with a single bin
+    — no rotation, no PrivateRange; the per-user vectors, which lie in the
+    ℓ2 ball of radius R, are clipped to it (ℓ2, or the ℓ1 ball of radius
+    ``R√d`` that contains it, for Laplace), summed on a lattice and released
+    with one noise vector calibrated to the sum's replace-one sensitivity
+    (as :func:`~skuserdp.mean.clip_noise_mean`). It is always reliable and
+    wins when τ is not much smaller than R or there are too few users for
+    the range step (spec §6.4: ``n ≳ (8/ε) log(B/τ)`` per coordinate).
+
+  The choice depends on public values only (n, d, R, τ, γ, ε, δ), so it is
+  part of the public plan; it never looks at the data.
 
 The reported spend (``privacy_loss_``) is the composed loss actually
 incurred, never more than the target.
@@ -118,8 +131,9 @@ __all__ = ["WinsorizedPlan", "plan_winsorized_mean", "winsorized_mean_from_plan"
 COORD_CHUNK = 256
 # Tight mode: bin width in units of τ′ (window h = 2τ′ + w/2 = 2.25τ′).
 TIGHT_BIN_WIDTH = 0.5
-# Tight mode: PrivateRange never takes more than this share of the budget.
-MAX_RANGE_SHARE = 0.5
+# Tight mode: PrivateRange never takes more than this share of the budget; a
+# plan whose PrivateRange would need more is unreliable and not chosen.
+MAX_RANGE_SHARE = 0.9
 
 
 @dataclass(frozen=True)
@@ -147,8 +161,9 @@ class WinsorizedPlan:
         Lattice step of the clipped sums.
     noise : DiscreteLaplaceNoise or DiscreteGaussianNoise
         Noise of the integer sums (grid units).
-    route : {"pure", "zcdp", "paper"}
-        Which accounting produced the plan.
+    route : {"pure", "zcdp", "paper", "box-pure", "box-zcdp"}
+        Which accounting produced the plan; the ``"box-*"`` routes skip the
+        range step (see :func:`plan_winsorized_mean`).
     loss : PureDP, ApproxDP or ZCDP
         The privacy loss of the release.
 
@@ -179,8 +194,22 @@ class WinsorizedPlan:
 
     @property
     def noise_variance(self):
-        """Variance of the noise of one rotated coordinate of the mean."""
+        """Variance of the noise of one (rotated) coordinate of the mean."""
         return (self.noise.std * self.grid / self.n_users) ** 2
+
+    @property
+    def range_failure_bound(self):
+        """Bound on the probability that some PrivateRange misses the bulk.
+
+        ``d′·l·exp(−ε_r n/4)`` (union over the d′ coordinates; ``l`` bins),
+        for users within ``τ′`` of a point in every rotated coordinate; 0
+        when there is no range step or a single bin.
+        """
+        if self.route.startswith("box") or self.n_bins == 1:
+            return 0.0
+        log_bound = (math.log(self.n_padded * self.n_bins)
+                     - self.range_epsilon * self.n_users / 4.0)
+        return math.exp(min(0.0, log_bound))
 
 
 def _coordinate_scale(tau, n_users, n_padded, gamma, calibration):
@@ -222,10 +251,13 @@ def _pure_plan(eps_coord, eps_r, base, calibration):
 
 def _zcdp_plan(rho, base):
     n, d_pad, l = base["n_users"], base["n_padded"], base["n_bins"]
-    eps_r = min(
-        _needed_range_epsilon(l, n, d_pad, base["gamma"]),
-        bounded_range_epsilon(MAX_RANGE_SHARE * rho / d_pad),
-    )
+    if l == 1:
+        eps_r = 0.0
+    else:
+        eps_r = min(
+            _needed_range_epsilon(l, n, d_pad, base["gamma"]),
+            bounded_range_epsilon(MAX_RANGE_SHARE * rho / d_pad),
+        )
     rho_range = ZCDP(d_pad * pure_to_zcdp(eps_r, bounded_range=True).rho)
     rho_noise = zcdp_remaining(rho, rho_range)
     grid = choose_grid(base["halfwidth"], d_pad, n, "linf")
@@ -238,9 +270,41 @@ def _zcdp_plan(rho, base):
                 loss=loss)
 
 
+def _box_plan(budget, base):
+    """No range step: clip-and-noise on the public ℓ2 ball of radius R."""
+    n, d, R = base["n_users"], base["n_features"], base["value_range"]
+    if isinstance(budget, ZCDP):
+        norm, ball = "l2", R
+    else:
+        norm, ball = "l1", R * math.sqrt(d)  # contains the ℓ2 ball
+    grid = choose_grid(ball, d, n, norm)
+    sens = replace_one_sum_sensitivity(
+        lattice_contribution_radius(ball / grid, d, norm))
+    if isinstance(budget, ZCDP):
+        sigma = gaussian_sigma_for_rho(sens, budget.rho)
+        noise = DiscreteGaussianNoise(round_up_fraction(sigma * sigma * (1 + 1e-12)))
+    else:
+        noise = calibrate_discrete_laplace(sens, budget.epsilon)
+    return dict(base, n_padded=d, tau_coord=R, bin_width=2.0 * R, halfwidth=ball,
+                n_bins=1, range_epsilon=0.0, grid=grid, noise=noise,
+                route="box-zcdp" if isinstance(budget, ZCDP) else "box-pure",
+                loss=noise.privacy(sens))
+
+
 def plan_winsorized_mean(n_users, n_features, *, tau, value_range, budget,
-                         gamma=0.01, calibration="tight"):
+                         gamma=0.01, calibration="tight", allow_box=True):
     """Plan a WinsorizedMean release from public quantities only.
+
+    With ``calibration="tight"`` the plan is the one of least noise variance
+    among the *reliable* candidates: the range step's failure bound
+    (:attr:`WinsorizedPlan.range_failure_bound`) is at most γ/2. Candidates
+    are the pure and zCDP routes of Algorithms 1–2 and, if ``allow_box``,
+    the *box* routes: no range step, clip-and-noise of the per-user vectors
+    on the public ball of radius ``value_range`` (Algorithm 1 with a single
+    bin). The box wins when τ is not much smaller than the public range or
+    there are too few users for the range step to succeed (spec §6.4); it is
+    always reliable. ``calibration="paper"`` is the paper's plan, whatever
+    its failure bound.
 
     Parameters
     ----------
@@ -260,6 +324,10 @@ def plan_winsorized_mean(n_users, n_features, *, tau, value_range, budget,
         Failure probability of the utility guarantee (utility only).
     calibration : {"tight", "paper"}, default="tight"
         Constants and accounting, see the module docstring.
+    allow_box : bool, default=True
+        Whether the tight plan may skip the range step (see above). With
+        ``False`` and no reliable candidate the least unreliable plan is
+        returned.
 
     Returns
     -------
@@ -271,10 +339,16 @@ def plan_winsorized_mean(n_users, n_features, *, tau, value_range, budget,
     --------
     >>> from skuserdp.mean import plan_winsorized_mean
     >>> from skuserdp.privacy import ApproxDP
-    >>> plan = plan_winsorized_mean(1000, 100, tau=0.1, value_range=10.0,
+    >>> plan = plan_winsorized_mean(100_000, 100, tau=0.1, value_range=10.0,
     ...                             budget=ApproxDP(1.0, 1e-6))
-    >>> plan.n_padded, plan.route
-    (128, 'zcdp')
+    >>> plan.n_padded, plan.route, round(plan.range_failure_bound, 9)
+    (128, 'zcdp', 0.005)
+
+    With 1000 users the range step cannot find 128 coordinates reliably:
+
+    >>> plan_winsorized_mean(1000, 100, tau=0.1, value_range=10.0,
+    ...                      budget=ApproxDP(1.0, 1e-6)).route
+    'box-zcdp'
     """
     n_users, n_features = int(n_users), int(n_features)
     if n_users < 1 or n_features < 1:
@@ -298,6 +372,8 @@ def plan_winsorized_mean(n_users, n_features, *, tau, value_range, budget,
         eps_coord = eps_total / d_pad
         if calibration == "paper":
             eps_r = eps_coord / 2.0
+        elif n_bins == 1:
+            eps_r = 0.0
         else:
             eps_r = min(_needed_range_epsilon(n_bins, n_users, d_pad, gamma),
                         MAX_RANGE_SHARE * eps_coord)
@@ -305,37 +381,46 @@ def plan_winsorized_mean(n_users, n_features, *, tau, value_range, budget,
         p["loss"] = compose(*([p.pop("per_coord")] * d_pad))
         return p
 
+    if isinstance(budget, ApproxDP) and budget.delta == 0:
+        budget = PureDP(budget.epsilon)
     if isinstance(budget, ZCDP):
         if calibration == "paper":
             raise ValueError("a zCDP budget needs calibration='tight'.")
-        chosen = _zcdp_plan(budget.rho, base)
-    elif isinstance(budget, PureDP) or (
-        isinstance(budget, ApproxDP) and budget.delta == 0
-    ):
-        chosen = pure(budget.epsilon)
+        candidates = [_zcdp_plan(budget.rho, base)]
+        if allow_box:
+            candidates.append(_box_plan(budget, base))
+    elif isinstance(budget, PureDP):
+        candidates = [pure(budget.epsilon)]
+        if calibration == "tight" and allow_box:
+            candidates.append(_box_plan(budget, base))
     elif isinstance(budget, ApproxDP):
         if calibration == "paper":
             if d_pad == 1:
-                chosen = pure(budget.epsilon)
+                candidates = [pure(budget.epsilon)]
             else:
                 eps_c = advanced_composition_step(budget.epsilon, budget.delta, d_pad,
                                                   rule="paper")
                 p = _pure_plan(eps_c, eps_c / 2.0, base, "paper")
                 p["loss"] = compose_homogeneous(p.pop("per_coord"), d_pad, budget.delta)
-                chosen = p
+                candidates = [p]
         else:
-            candidates = [pure(budget.epsilon),
-                          _zcdp_plan(zcdp_rho_for(budget.epsilon, budget.delta), base)]
-            chosen = min(candidates, key=lambda p: WinsorizedPlan(**_fields(p))
-                         .noise_variance)
+            rho = ZCDP(zcdp_rho_for(budget.epsilon, budget.delta))
+            candidates = [pure(budget.epsilon), _zcdp_plan(rho.rho, base)]
+            if allow_box:
+                candidates += [_box_plan(PureDP(budget.epsilon), base),
+                               _box_plan(rho, base)]
     else:
         raise TypeError("budget must be a PureDP, ApproxDP or ZCDP loss.")
-    return WinsorizedPlan(**_fields(chosen))
-
-
-def _fields(p):
-    keys = WinsorizedPlan.__dataclass_fields__
-    return {k: p[k] for k in keys}
+    plans = [WinsorizedPlan(**{k: c[k] for k in WinsorizedPlan.__dataclass_fields__})
+             for c in candidates]
+    if calibration == "paper":
+        return plans[0]
+    # Tight: the reliable plan (range step fails with probability <= γ/2) of
+    # least noise; the box plans are always reliable.
+    reliable = [p for p in plans if p.range_failure_bound <= gamma / 2.0 * (1 + 1e-9)]
+    if not reliable:
+        return min(plans, key=lambda p: (p.range_failure_bound, p.noise_variance))
+    return min(reliable, key=lambda p: p.noise_variance)
 
 
 def _winsorize_chunk(Yt, plan, range_seed):
@@ -392,6 +477,12 @@ def winsorized_mean_from_plan(vectors, plan, *, random_state=None, n_jobs=None):
         raise ValueError("vectors must be finite.")
     rot_seed, range_seed, noise_seed = make_seed_sequence(random_state).spawn(3)
     d, d_pad, n = plan.n_features, plan.n_padded, plan.n_users
+    if plan.route.startswith("box"):
+        norm = "l2" if plan.route == "box-zcdp" else "l1"
+        K = encode_contributions(V, center=np.zeros(d), radius=plan.halfwidth,
+                                 grid=plan.grid, norm=norm)
+        noisy = add_noise(exact_sum(K), plan.noise, noise_seed, n_jobs=n_jobs)
+        return plan.grid * (noisy.astype(np.float64) / n)
     rotation = None
     if d_pad > 1:
         rotation = RandomHadamardRotation(d, rot_seed)

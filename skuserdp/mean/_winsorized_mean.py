@@ -9,10 +9,13 @@ two calibrations and the privacy proof sketch are in
 budget, and wraps the core as a function, an estimator and a query engine.
 """
 
+import warnings
+
 import numpy as np
 from sklearn.utils._param_validation import Integral, Interval, Real, StrOptions
 
 from ..base import UserLevelMeanEstimator
+from ..exceptions import AccuracyWarning
 from ..privacy import (
     ZCDP,
     ApproxDP,
@@ -27,7 +30,13 @@ from ..privacy import (
 from ..utils._docstrings import fill_doc
 from ..utils._random import generator_from, make_seed_sequence
 from ..utils._validation import check_bound
-from ._concentration import private_tau, tau_bounded_rows, tau_sub_gaussian
+from ._concentration import (
+    private_tau,
+    private_tau_feasible,
+    tau_bounded_rows,
+    tau_grid,
+    tau_sub_gaussian,
+)
 from ._winsorized import plan_winsorized_mean, winsorized_mean_from_plan
 
 __all__ = ["winsorized_mean", "answer_adaptive_queries", "WinsorizedMeanEstimator"]
@@ -37,6 +46,35 @@ TAU_RULES = ("auto", "bounded", "sub_gaussian")
 
 def _budget(epsilon, delta):
     return PureDP(epsilon) if delta == 0 else ApproxDP(epsilon, delta)
+
+
+def _warn_if_unreliable(plan, gamma):
+    bound = plan.range_failure_bound
+    if bound > gamma:
+        warnings.warn(
+            f"With {plan.n_users} users, the range step of this plan misses the "
+            f"bulk of some of its {plan.n_padded} coordinates with probability up to "
+            f"{bound:.2g} > gamma={gamma:g}: the estimate can be far off (the "
+            "privacy guarantee is unaffected). calibration='tight' avoids this, "
+            "or use more users or a larger epsilon.",
+            AccuracyWarning, stacklevel=3,
+        )
+
+
+def _range_step_can_win(n_users, n_features, value_range, full, rest, gamma):
+    """Whether some radius :func:`private_tau` can return makes a reliable
+    range-step plan on the budget ``rest`` beat the plan for ``tau = R`` on
+    the ``full`` budget (public values only)."""
+    without = plan_winsorized_mean(n_users, n_features, tau=value_range,
+                                   value_range=value_range, budget=full, gamma=gamma)
+    for tau in tau_grid(value_range):
+        plan = plan_winsorized_mean(n_users, n_features, tau=tau,
+                                    value_range=value_range, budget=rest, gamma=gamma,
+                                    allow_box=False)
+        if (plan.range_failure_bound <= gamma / 2.0 * (1 + 1e-9)
+                and plan.noise_variance < without.noise_variance):
+            return True
+    return False
 
 
 def _resolve_tau(tau, *, n_users, n_features, value_range, samples_per_user,
@@ -59,59 +97,10 @@ def _resolve_tau(tau, *, n_users, n_features, value_range, samples_per_user,
                             gamma, calibration=calibration)
 
 
-def winsorized_mean(user_means, *, epsilon, delta=0.0, tau="auto", bound=1.0,
-                    samples_per_user=None, sub_gaussian_sigma=None, tau_share=0.1,
-                    gamma=0.01, calibration="tight", random_state=None, n_jobs=None):
-    """Levy et al.'s WinsorizedMean of per-user vectors (pure-function core).
-
-    Parameters
-    ----------
-    user_means : array-like of shape (n_users, n_features)
-        One vector per user (e.g. from :func:`skuserdp.users.user_means`).
-        Not modified.
-    epsilon : float
-        Target ε, ``> 0``.
-    delta : float, default=0.0
-        Target δ in ``[0, 1)``.
-    tau : float or {"auto", "bounded", "sub_gaussian"}, default="auto"
-        Concentration radius, see :class:`WinsorizedMeanEstimator`.
-    bound : float or array-like of shape (n_features,), default=1.0
-        Public box ``[-bound, bound]^d`` of the user means.
-    samples_per_user : int, default=None
-        Public minimum number of rows per user (``"bounded"``,
-        ``"sub_gaussian"``).
-    sub_gaussian_sigma : float, default=None
-        Public sub-Gaussian parameter of one row (``"sub_gaussian"``).
-    tau_share : float, default=0.1
-        Share of the budget spent on τ when ``tau="auto"``.
-    gamma : float, default=0.01
-        Failure probability of the utility guarantee (never of privacy).
-    calibration : {"tight", "paper"}, default="tight"
-        See :mod:`skuserdp.mean._winsorized`.
-    random_state : int, RandomState, SeedSequence or None, default=None
-        Source of randomness.
-    n_jobs : int, default=None
-        Threads for blocks of coordinates; results do not depend on it.
-
-    Returns
-    -------
-    mean : ndarray of shape (n_features,)
-        The private mean, inside the box.
-    loss : PureDP, ApproxDP or ZCDP
-        The privacy loss incurred (τ estimate included).
-    tau : float
-        The τ used (public, or the private estimate).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from skuserdp.mean import winsorized_mean
-    >>> U = np.random.default_rng(0).normal(0.3, 0.01, size=(5000, 4))
-    >>> mean, loss, tau = winsorized_mean(U, epsilon=1.0, bound=10.0,
-    ...                                   random_state=0)
-    >>> mean.round(2), loss.epsilon <= 1.0
-    (array([0.3, 0.3, 0.3, 0.3]), True)
-    """
+def _winsorized_mean(user_means, *, epsilon, delta, tau, bound, samples_per_user,
+                     sub_gaussian_sigma, tau_share, gamma, calibration,
+                     random_state, n_jobs):
+    """:func:`winsorized_mean`, returning the plan (with τ and the route)."""
     U = np.asarray(user_means, dtype=np.float64)
     if U.ndim != 2:
         raise ValueError(f"user_means must be 2-d, got shape {U.shape}.")
@@ -133,15 +122,29 @@ def winsorized_mean(user_means, *, epsilon, delta=0.0, tau="auto", bound=1.0,
                 value_range=value_range, budget=budget, gamma=gamma,
                 calibration=calibration,
             )
-            if reference.route == "zcdp":
+            if reference.route.endswith("zcdp"):
                 budget = ZCDP(zcdp_rho_for(epsilon, delta))
             else:
                 budget = PureDP(epsilon)
-        eps_tau, budget = split_off(budget, tau_share)
-        tau_loss = (pure_to_zcdp(eps_tau, bounded_range=True)
-                    if isinstance(budget, ZCDP) else PureDP(eps_tau))
-        tau_value = private_tau(U, eps_tau, value_range=value_range, gamma=gamma,
-                                rng=generator_from(tau_seed))
+        eps_tau, rest = split_off(budget, tau_share)
+        if private_tau_feasible(n_users, eps_tau, gamma) and (
+            calibration == "paper" or _range_step_can_win(
+                n_users, n_features, value_range, _budget(epsilon, delta), rest,
+                gamma)
+        ):
+            budget = rest
+            tau_loss = (pure_to_zcdp(eps_tau, bounded_range=True)
+                        if isinstance(budget, ZCDP) else PureDP(eps_tau))
+            tau_value = private_tau(U, eps_tau, value_range=value_range, gamma=gamma,
+                                    rng=generator_from(tau_seed))
+        else:
+            # Too few users to locate the spread, or no radius the estimate
+            # could return would let the range step beat the box (public
+            # rules): every clipped user is within R of the origin, so
+            # tau = R holds for free, and the plan may use any route for the
+            # whole budget.
+            budget = _budget(epsilon, delta)
+            tau_value = value_range
     else:
         tau_value = _resolve_tau(
             tau, n_users=n_users, n_features=n_features, value_range=value_range,
@@ -151,10 +154,72 @@ def winsorized_mean(user_means, *, epsilon, delta=0.0, tau="auto", bound=1.0,
     plan = plan_winsorized_mean(n_users, n_features, tau=tau_value,
                                 value_range=value_range, budget=budget, gamma=gamma,
                                 calibration=calibration)
+    _warn_if_unreliable(plan, gamma)
     mean = winsorized_mean_from_plan(U, plan, random_state=run_seed, n_jobs=n_jobs)
     np.clip(mean, -b, b, out=mean)  # post-processing onto the public box
     loss = plan.loss if tau_loss is None else compose(tau_loss, plan.loss)
-    return mean, loss, tau_value
+    return mean, loss, plan
+
+
+def winsorized_mean(user_means, *, epsilon, delta=0.0, tau="auto", bound=1.0,
+                    samples_per_user=None, sub_gaussian_sigma=None, tau_share=0.1,
+                    gamma=0.01, calibration="tight", random_state=None, n_jobs=None):
+    """Levy et al.'s WinsorizedMean of per-user vectors (pure-function core).
+
+    Parameters
+    ----------
+    user_means : array-like of shape (n_users, n_features)
+        One vector per user (e.g. from :func:`skuserdp.users.user_means`).
+        Not modified.
+    epsilon : float
+        Target ε, ``> 0``.
+    delta : float, default=0.0
+        Target δ in ``[0, 1)``.
+    tau : float or {"auto", "bounded", "sub_gaussian"}, default="auto"
+        Concentration radius, see :class:`WinsorizedMeanEstimator`.
+    bound : float or array-like of shape (n_features,), default=1.0
+        Public box ``[-bound, bound]^d`` of the user means.
+    samples_per_user : int, default=None
+        Public minimum number of rows per user (τ rules).
+    sub_gaussian_sigma : float, default=None
+        Public sub-Gaussian parameter of a row (``tau="sub_gaussian"``).
+    tau_share : float, default=0.1
+        Share of the budget spent on τ when ``tau="auto"``.
+    gamma : float, default=0.01
+        Failure probability of the accuracy guarantee.
+    calibration : {"tight", "paper"}, default="tight"
+        See :mod:`skuserdp.mean._winsorized`.
+    random_state : int, RandomState, SeedSequence or None, default=None
+        Source of randomness (``None``: fresh OS entropy).
+    n_jobs : int, default=None
+        Threads for coordinate blocks; results do not depend on it.
+
+    Returns
+    -------
+    mean : ndarray of shape (n_features,)
+        The private mean, inside the public box.
+    loss : PureDP, ApproxDP or ZCDP
+        The privacy loss incurred (τ estimate included).
+    tau : float
+        The τ used (public, the private estimate, or the public bound when
+        there are too few users to estimate it).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skuserdp.mean import winsorized_mean
+    >>> U = np.random.default_rng(0).normal(0.3, 0.01, size=(5000, 4))
+    >>> mean, loss, tau = winsorized_mean(U, epsilon=1.0, bound=10.0,
+    ...                                   random_state=0)
+    >>> mean.round(2), loss.epsilon <= 1.0
+    (array([0.3, 0.3, 0.3, 0.3]), True)
+    """
+    mean, loss, plan = _winsorized_mean(
+        user_means, epsilon=epsilon, delta=delta, tau=tau, bound=bound,
+        samples_per_user=samples_per_user, sub_gaussian_sigma=sub_gaussian_sigma,
+        tau_share=tau_share, gamma=gamma, calibration=calibration,
+        random_state=random_state, n_jobs=n_jobs)
+    return mean, loss, plan.tau
 
 
 def answer_adaptive_queries(query, n_queries, *, n_users, n_features, epsilon,
@@ -279,7 +344,9 @@ class WinsorizedMeanEstimator(UserLevelMeanEstimator):
           ``samples_per_user`` (Corollary 5);
         - ``"auto"``: a private estimate from distances between randomly
           paired users, spending ``tau_share`` of the budget (included in the
-          reported spend).
+          reported spend). With too few users to locate the spread
+          (``⌊n/2⌋·ε_τ < 8 ln(61/γ)``, a public rule) nothing is spent on it
+          and ``tau_`` is the public bound ``‖bound‖₂``.
     bound : float or array-like of shape (n_features,), default=1.0
         Public box ``[-bound, bound]^d`` of the data; user means outside it
         are clipped to it, and the released mean lies in it. Only enters the
@@ -304,7 +371,14 @@ class WinsorizedMeanEstimator(UserLevelMeanEstimator):
         McDiarmid's radius for ``tau="bounded"``. ``"tight"`` uses
         Hoeffding's rotation bound, narrower bins, a range budget sized by
         its accuracy, and the better of Laplace with basic composition or a
-        discrete Gaussian with zCDP.
+        discrete Gaussian with zCDP. When the range step cannot succeed with
+        probability ``1 − γ/2`` (too few users for the number of bins and
+        coordinates), or a plain clip-and-noise on the public box has less
+        noise (``tau`` not much smaller than the box), the tight release
+        skips the range step and clips to the box instead (``route_``
+        starts with ``"box"``); the paper's plan is always the paper's and
+        warns (:class:`~skuserdp.exceptions.AccuracyWarning`) when its range
+        step is likely to fail.
     {random_state}
     {n_jobs}
 
@@ -315,6 +389,11 @@ class WinsorizedMeanEstimator(UserLevelMeanEstimator):
     tau_ : float
         The concentration radius used (public, from a rule, or the private
         estimate, which is itself a private output).
+    route_ : {"pure", "zcdp", "paper", "box-pure", "box-zcdp"}
+        The release plan: Laplace with basic composition, discrete Gaussian
+        with zCDP, the paper's plan, or clip-and-noise on the public box
+        without a range step (see ``calibration``). A function of public
+        values and ``tau_`` only.
     n_users_ : int
         Number of users seen in ``fit``.
     epsilon_ : float
@@ -393,7 +472,7 @@ class WinsorizedMeanEstimator(UserLevelMeanEstimator):
         self.n_jobs = n_jobs
 
     def _fit_user_means(self, U):
-        mean, loss, self.tau_ = winsorized_mean(
+        mean, loss, plan = _winsorized_mean(
             U,
             epsilon=self.epsilon,
             delta=self.delta,
@@ -407,4 +486,5 @@ class WinsorizedMeanEstimator(UserLevelMeanEstimator):
             random_state=self.random_state,
             n_jobs=self.n_jobs,
         )
+        self.tau_, self.route_ = plan.tau, plan.route
         return mean, loss

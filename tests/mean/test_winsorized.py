@@ -19,7 +19,14 @@ from skuserdp.mean import (
     winsorized_mean,
     winsorized_mean_from_plan,
 )
-from skuserdp.mean._concentration import private_tau, tau_bounded_rows
+import skuserdp.mean._concentration as conc
+from skuserdp.exceptions import AccuracyWarning
+from skuserdp.mean._concentration import (
+    private_tau,
+    private_tau_feasible,
+    tau_bounded_rows,
+    tau_grid,
+)
 from skuserdp.mechanisms import DiscreteLaplaceNoise, calibrate_discrete_laplace
 from skuserdp.privacy import (
     ZCDP,
@@ -60,7 +67,21 @@ def test_plan_loss_meets_the_target(calibration, n_users, d, eps, delta):
     assert _meets(plan.loss, eps, delta), plan.loss
     # Recompute the loss from the plan's own public fields.
     r_units = lattice_contribution_radius(plan.halfwidth / plan.grid, 1, "linf")
-    if plan.route == "zcdp":
+    if plan.route.startswith("box"):
+        # One release of the d-vector of sums, clipped to a ball of radius
+        # halfwidth (l2 for zCDP, l1 for pure): no range step.
+        assert plan.range_epsilon == 0 and plan.n_padded == d
+        norm = "l2" if plan.route == "box-zcdp" else "l1"
+        sens = 2 * lattice_contribution_radius(plan.halfwidth / plan.grid, d, norm)
+        if norm == "l2":
+            assert plan.halfwidth == 3.0
+            assert plan.loss.rho == pytest.approx(
+                sens ** 2 / (2 * float(plan.noise.sigma2)), rel=1e-12)
+        else:
+            assert plan.halfwidth == pytest.approx(3.0 * math.sqrt(d))
+            assert plan.loss.epsilon == pytest.approx(
+                sens / float(plan.noise.scale), rel=1e-9)
+    elif plan.route == "zcdp":
         sens = 2 * r_units * math.sqrt(plan.n_padded)
         rho = (plan.n_padded * plan.range_epsilon ** 2 / 8
                + sens ** 2 / (2 * float(plan.noise.sigma2)))
@@ -114,9 +135,33 @@ def test_tight_route_choice_follows_the_noise_variance():
     # coordinates: the Gaussian wins.
     small = plan_winsorized_mean(1000, 1, tau=0.1, value_range=1.0,
                                  budget=ApproxDP(1.0, 1e-6))
-    large = plan_winsorized_mean(1000, 256, tau=0.1, value_range=16.0,
+    large = plan_winsorized_mean(100_000, 256, tau=0.1, value_range=16.0,
                                  budget=ApproxDP(1.0, 1e-6))
     assert small.route == "pure" and large.route == "zcdp"
+
+
+def test_tight_plan_falls_back_to_the_box_only_when_it_must():
+    # 1000 users cannot locate 256 coordinates among 1600 bins each at
+    # (1, 1e-6): every range-step plan has a failure bound > gamma/2.
+    kwargs = dict(tau=0.1, value_range=16.0, budget=ApproxDP(1.0, 1e-6))
+    few = plan_winsorized_mean(1000, 256, **kwargs)
+    forced = plan_winsorized_mean(1000, 256, allow_box=False, **kwargs)
+    assert few.route == "box-zcdp" and few.range_failure_bound == 0
+    assert forced.range_failure_bound > 0.005
+    assert forced.range_epsilon == pytest.approx(  # capped at MAX_RANGE_SHARE
+        math.sqrt(8 * wz.MAX_RANGE_SHARE * forced.loss.rho / 256), rel=1e-6)
+    # tau as large as the public range: the range step buys nothing.
+    wide = plan_winsorized_mean(10_000, 1, tau=1.0, value_range=1.0,
+                                budget=PureDP(1.0))
+    assert wide.route == "box-pure"
+    # Enough users and a small tau: the range step is reliable and wins.
+    many = plan_winsorized_mean(100_000, 256, **kwargs)
+    assert many.route == "zcdp" and many.range_failure_bound <= 0.005
+    assert many.noise_variance < plan_winsorized_mean(
+        100_000, 256, **kwargs, allow_box=True).noise_variance * (1 + 1e-12)
+    # The paper's plan is the paper's, reliable or not.
+    paper = plan_winsorized_mean(1000, 256, calibration="paper", **kwargs)
+    assert paper.route == "paper" and paper.range_failure_bound == 1.0
 
 
 def test_zcdp_budget_needs_tight():
@@ -142,7 +187,7 @@ def test_rotation_does_not_depend_on_the_data(monkeypatch):
 
     monkeypatch.setattr(wz, "RandomHadamardRotation", Spy)
     plan = plan_winsorized_mean(50, 5, tau=0.5, value_range=3.0,
-                                budget=ApproxDP(1.0, 1e-6))
+                                budget=ApproxDP(1.0, 1e-6), allow_box=False)
     rng = np.random.default_rng(0)
     for _ in range(2):
         winsorized_mean_from_plan(rng.uniform(-1, 1, size=(50, 5)), plan,
@@ -270,7 +315,7 @@ def test_corollary1_rates(calibration):
         U = _ball_points(rng, n, d, center=np.full(d, 0.05), radius=tau / 2)
         plan = plan_winsorized_mean(n, d, tau=tau, value_range=1.0,
                                     budget=ApproxDP(eps, 1e-6), gamma=gamma,
-                                    calibration=calibration)
+                                    calibration=calibration, allow_box=False)
         return _privacy_mse(plan, U, reps, 0), d * plan.noise_variance
 
     sweeps = {
@@ -325,28 +370,135 @@ def test_bounded_rule_covers_coin_flip_users_where_the_paper_radius_fails():
     assert np.all(np.abs(means) <= ours)
 
 
-def test_private_tau_tracks_the_spread_and_is_charged():
+def test_private_tau_tracks_the_spread():
     rng = np.random.default_rng(5)
     for spread in (0.01, 1.0):
         U = _ball_points(rng, 4000, 8, center=np.zeros(8), radius=spread)
-        taus = [private_tau(U, 0.5, value_range=100.0, gamma=0.01,
-                            rng=np.random.default_rng(s)) for s in range(20)]
-        # Pair distances of points in a ball of radius r are <= 2r and
-        # mostly above r/2: the estimate is in [r/2, 2r*sqrt(2)] (one grid
-        # step of slack).
-        # The largest pair distance is < 2r; the estimate is the first grid
-        # point (ratio sqrt 2) above most pair distances, and each further
-        # step up has a quarter of the weight: P(>= 3 steps) <= 4^-3 * 4/3.
-        taus = np.array(taus)
+        taus = np.array([private_tau(U, 0.5, value_range=100.0, gamma=0.01,
+                                     rng=np.random.default_rng(s))
+                         for s in range(20)])
+        # Pair distances of points in a ball of radius r are < 2r and mostly
+        # above r/2. Step 1 lands within a grid step of the median pair
+        # distance (n_pairs * eps = 1000 >> 8 ln(61/gamma)); step 2 climbs to
+        # g0, the first grid point >= 2r (2 or 3 steps up, < 8), and each
+        # further step up leaves out no pair but quarters the weight:
+        # P(>= 3 steps beyond g0) <= 4^-3 * 4/3 = 1/48. tau > 4 sqrt(2) r
+        # needs >= 3 steps beyond g0: P(>= 3 of 20) < 0.02.
         assert spread / 2 <= np.median(taus) <= 4 * spread
         assert np.sum(taus > 4 * math.sqrt(2) * spread) <= 2
-    U = rng.uniform(-1, 1, size=(500, 3))
-    _, loss, _ = winsorized_mean(U, epsilon=1.0, delta=0.0, bound=1.0,
-                                 tau_share=0.25, random_state=0)
-    assert loss == PureDP(1.0) or loss.epsilon == pytest.approx(1.0)
-    plan_loss = plan_winsorized_mean(500, 3, tau=0.5, value_range=math.sqrt(3),
+
+
+def test_private_tau_handles_all_pairs_between_two_grid_points():
+    # d = 64: every pair distance is within a few percent of sqrt(2)*0.5*8,
+    # so no grid point holds half of them; the interval score still finds it.
+    U = np.random.default_rng(0).normal(scale=0.5, size=(2000, 64))
+    dist_max = 2 * np.max(np.linalg.norm(U - U.mean(0), axis=1))
+    taus = np.array([private_tau(U, 0.1, value_range=100.0, gamma=0.01,
+                                 rng=np.random.default_rng(s)) for s in range(20)])
+    assert np.all(taus >= 4.0) and np.median(taus) <= dist_max * math.sqrt(2)
+
+
+def test_private_tau_scores_have_sensitivity_one():
+    # Replacing one user changes one pair distance; both steps' scores may
+    # then move by at most 1 (the exponential mechanisms' Delta).
+    rng = np.random.default_rng(11)
+    radii = tau_grid(10.0)
+    specials = np.concatenate([radii, [0.0, 1e9, radii[5] * (1 + 1e-15)]])
+    for _ in range(300):
+        n_pairs = int(rng.integers(1, 40))
+        dist = np.exp(rng.uniform(-8, 4, size=n_pairs))
+        dist[rng.random(n_pairs) < 0.3] = rng.choice(specials)
+        other = dist.copy()
+        other[rng.integers(n_pairs)] = (rng.choice(specials) if rng.random() < 0.5
+                                        else np.exp(rng.uniform(-8, 4)))
+        gap = np.abs(conc._median_scores(dist, radii)
+                     - conc._median_scores(other, radii))
+        assert gap.max() <= 1
+        for j_med in range(len(radii)):
+            lo, a = conc._upper_scores(dist, radii, j_med, 0.3)
+            lo2, b = conc._upper_scores(other, radii, j_med, 0.3)
+            # (float rounding of "- outside - penalty" aside)
+            assert lo == lo2 and np.abs(a - b).max() <= 1 + 1e-12
+
+
+def test_private_tau_median_interval_scores_zero_where_the_median_is():
+    radii = tau_grid(1.0)
+    dist = np.array([0.30, 0.31, 0.32, 0.33])  # all in (r_{j+1}, r_j] for one j
+    scores = conc._median_scores(dist, radii)
+    j = int(np.argmax(scores))
+    assert scores[j] == 0 and radii[j + 1] < 0.30 and 0.33 <= radii[j]
+    assert np.sum(scores == 0) == 1 and np.sort(scores)[-2] == -2
+
+
+def test_private_tau_feasibility_rule():
+    need = 8 * math.log(61 / 0.01)
+    n = 2 * math.ceil(need / 0.1)
+    assert private_tau_feasible(n, 0.1, 0.01)
+    assert not private_tau_feasible(n - 2, 0.1, 0.01)
+
+
+def test_auto_tau_is_charged_when_estimated():
+    U = np.random.default_rng(5).uniform(-0.1, 0.1, size=(1000, 3))
+    _, loss, tau = winsorized_mean(U, epsilon=1.0, delta=0.0, bound=1.0,
+                                   tau_share=0.25, random_state=0)
+    # 500 pairs * 0.25 >= 8 ln(61/0.01): estimated, and it cost 0.25.
+    assert tau < 1.0 and tau in tau_grid(math.sqrt(3))
+    plan_loss = plan_winsorized_mean(1000, 3, tau=tau, value_range=math.sqrt(3),
                                      budget=PureDP(0.75)).loss
-    assert plan_loss.epsilon == pytest.approx(0.75)
+    assert loss.epsilon == pytest.approx(0.25 + plan_loss.epsilon, rel=1e-12)
+
+
+def test_auto_tau_is_skipped_with_too_few_users():
+    # 150 pairs * 0.1 < 8 ln(61/0.01): nothing spent on tau, tau = ||bound||_2.
+    U = np.random.default_rng(5).uniform(-1, 1, size=(300, 3))
+    _, loss, tau = winsorized_mean(U, epsilon=1.0, delta=0.0, bound=1.0,
+                                   random_state=0)
+    assert tau == pytest.approx(math.sqrt(3))
+    assert loss == plan_winsorized_mean(300, 3, tau=tau, value_range=tau,
+                                        budget=PureDP(1.0)).loss
+
+
+def test_auto_tau_is_skipped_when_no_radius_could_beat_the_box():
+    # d = 64, n = 2000, eps = 0.5 (the benchmark's loose-bound regime): no
+    # reliable range step fits the budget, so estimating tau would only
+    # waste a share of it. At eps = 1 it is estimated and the range step runs.
+    X = np.random.default_rng(0).normal(0.3, 0.02, size=(2000, 64))
+    g = np.arange(2000)
+    low = WinsorizedMeanEstimator(epsilon=0.5, delta=1e-6, bound=10.0,
+                                  random_state=0).fit(X, groups=g)
+    high = WinsorizedMeanEstimator(epsilon=1.0, delta=1e-6, bound=10.0,
+                                   random_state=0).fit(X, groups=g)
+    assert low.tau_ == pytest.approx(80.0) and low.route_ == "box-zcdp"
+    assert high.tau_ < 1.0 and high.route_ == "zcdp"
+    assert np.linalg.norm(high.mean_ - 0.3) < 0.1 * np.linalg.norm(low.mean_ - 0.3)
+
+
+def test_paper_mode_warns_when_its_range_step_is_unreliable():
+    U = np.random.default_rng(0).normal(0.3, 0.01, size=(100, 8))
+    with pytest.warns(AccuracyWarning, match="range step"):
+        winsorized_mean(U, epsilon=1.0, delta=1e-6, tau=0.1, bound=1.0,
+                        calibration="paper", random_state=0)
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        winsorized_mean(U, epsilon=1.0, delta=1e-6, tau=0.1, bound=1.0,
+                        random_state=0)
+        winsorized_mean(np.repeat(U, 100, axis=0), epsilon=1.0, delta=1e-6,
+                        tau=0.1, bound=1.0, calibration="paper", random_state=0)
+
+
+@pytest.mark.parametrize("budget", [PureDP(1.0), ZCDP(0.05)])
+def test_box_route_error_is_its_planned_noise(budget):
+    # Users inside the ball: the box release is the exact sum plus the
+    # planned noise. Mean of d*reps squared coordinates: relative s.e.
+    # sqrt(5/N) for Laplace (kurtosis 6), sqrt(2/N) for Gaussian; 5 s.e.
+    n, d, reps = 50, 3, 400
+    U = np.random.default_rng(1).uniform(-0.5, 0.5, size=(n, d))
+    plan = plan_winsorized_mean(n, d, tau=1.0, value_range=1.0, budget=budget)
+    assert plan.route.startswith("box")
+    mse = _privacy_mse(plan, U, reps, 0) / d
+    tol = 5 * math.sqrt((5 if isinstance(budget, PureDP) else 2) / (d * reps))
+    assert abs(mse / plan.noise_variance - 1) < tol
 
 
 @pytest.mark.parametrize("calibration", ["tight", "paper"])
@@ -420,41 +572,52 @@ def test_adaptive_queries_accounting_and_adaptivity(calibration, delta):
 
 
 # ------------------------------------------------------------------ audits
-def _window_pair(calibration, tau=0.2):
-    """Four users at a bin midpoint t; one user at t - h (X) or t + h (X').
+# Users per audit: the paper's plan runs at any n; the tight plan only runs
+# its range step when it is reliable and beats the box (n = 100 suffices for
+# d = 1, tau = 0.2 or 0.1, eps = 1), and falls back to the box below that.
+AUDIT_USERS = {"paper": 5, "tight": 100, "box": 5}
+
+
+def _window_pair(calibration, tau=0.2, n_users=5):
+    """n - 1 users at a bin midpoint t; one user at t - h (X) or t + h (X').
 
     Both positions are inside the window t +- h of the bin the other users
     anchor, so the clipped mean moves by the full sensitivity 2h/n.
     """
-    plan = plan_winsorized_mean(5, 1, tau=tau, value_range=1.0,
-                                budget=PureDP(1.0), calibration=calibration)
+    plan = plan_winsorized_mean(n_users, 1, tau=tau, value_range=1.0,
+                                budget=PureDP(1.0), calibration=calibration,
+                                allow_box=False)
     k = math.floor(1.0 / plan.bin_width)  # the bin at (or next to) 0
     t, h = -1.0 + (k + 0.5) * plan.bin_width, plan.halfwidth
     assert -1.0 <= t - h and t + h <= 1.0
-    g = np.repeat(np.arange(5), 2)
-    X = np.full((10, 1), t)
+    g = np.repeat(np.arange(n_users), 2)
+    X = np.full((2 * n_users, 1), t)
     Xp = X.copy()
     X[:2], Xp[:2] = t - h, t + h
     return X, g, Xp, g, tau
 
 
 def _pair(name, calibration):
+    n = AUDIT_USERS[calibration]
     if name == "far":  # all users at one end vs one user at the other end
-        return (*worst_case_mean_neighbours(5, 1, radius=1.0, rows_per_user=2),
+        return (*worst_case_mean_neighbours(n, 1, radius=1.0, rows_per_user=2),
                 0.1)
-    return _window_pair(calibration)
+    return _window_pair("paper" if calibration == "paper" else "tight", n_users=n)
 
 
 @pytest.mark.parametrize("pair", ["far", "window"])
-@pytest.mark.parametrize("calibration", ["tight", "paper"])
+@pytest.mark.parametrize("calibration", ["tight", "paper", "box"])
 @pytest.mark.parametrize("delta", [0.0, 1e-6])
 def test_audit_d1(pair, calibration, delta):
     X, g, Xp, gp, tau = _pair(pair, calibration)
-    est = WinsorizedMeanEstimator(epsilon=1.0, delta=delta, tau=tau,
-                                  bound=1.0, calibration=calibration)
+    est = WinsorizedMeanEstimator(epsilon=1.0, delta=delta, tau=tau, bound=1.0,
+                                  calibration="paper" if calibration == "paper"
+                                  else "tight")
     res = audit_estimator(est, X, Xp, groups=g, groups_prime=gp, n_runs=2000,
                           random_state=0)
     assert not res.violation, str(res)
+    # The audit exercised the intended route.
+    assert est.fit(X, groups=g).route_.startswith("box") == (calibration == "box")
 
 
 def test_audit_flags_a_broken_winsorized_mean(monkeypatch):
@@ -480,9 +643,13 @@ def test_audit_flags_a_broken_winsorized_mean(monkeypatch):
 @pytest.mark.parametrize("calibration", ["tight", "paper"])
 @pytest.mark.parametrize("delta", [0.0, 1e-6])
 def test_audit_d8(calibration, delta):
-    X, g, Xp, gp = worst_case_mean_neighbours(5, 8, radius=0.5, rows_per_user=2)
-    est = WinsorizedMeanEstimator(epsilon=1.0, delta=delta, tau=1.0, bound=1.0,
+    # The tight plan runs its range step in 8 dims from ~1000 users on
+    # (tau = 0.2, eps = 1); with fewer it is the box (audited in d = 1).
+    n, tau = (5, 1.0) if calibration == "paper" else (1000, 0.2)
+    X, g, Xp, gp = worst_case_mean_neighbours(n, 8, radius=0.5, rows_per_user=2)
+    est = WinsorizedMeanEstimator(epsilon=1.0, delta=delta, tau=tau, bound=1.0,
                                   calibration=calibration)
     res = audit_estimator(est, X, Xp, groups=g, groups_prime=gp, n_runs=20000,
                           random_state=1)
     assert not res.violation, str(res)
+    assert not est.fit(X, groups=g).route_.startswith("box")
