@@ -7,7 +7,7 @@ neighbours when they differ in all rows of one user (identified by
 
 from .datasets import make_user_samples
 from .exceptions import ItemLevelPrivacyWarning, YIgnoredWarning
-from .mean import ClipNoiseMeanEstimator, WinsorizedMeanEstimator
+from .mean import ClipNoiseMeanEstimator, FewUsersBallEstimator, WinsorizedMeanEstimator
 from .users import user_means
 
 __version__ = "0.1.0.dev0"
@@ -15,6 +15,7 @@ __version__ = "0.1.0.dev0"
 __all__ = [
     "ClipNoiseMeanEstimator",
     "WinsorizedMeanEstimator",
+    "FewUsersBallEstimator",
     "ItemLevelPrivacyWarning",
     "YIgnoredWarning",
     "make_user_samples",

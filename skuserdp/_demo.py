@@ -33,6 +33,16 @@ DEMO_CONFIGS = {
         for delta in (1e-6, 0.0)
         for eps in (0.5, 1.0, 2.0)
     ],
+    # Few users: only a concentration radius, no location. A user mean
+    # deviates from the mean by 0.5 per coordinate (user spread) plus the row
+    # noise of >= 5 rows: ||x_u - mu||^2 ~ 10 * (0.25 + 0.2) = 4.5, so most
+    # user means are within 2.5. Its error is O(radius * sqrt(d)) for any
+    # number of users: it is made for few users and an unknown location.
+    "FewUsersBallEstimator": [
+        dict(epsilon=eps, delta=delta, radius=2.5)
+        for delta in (1e-6,)
+        for eps in (0.5, 1.0, 2.0)
+    ],
     # The same knowledge as a box: every coordinate of a user mean in [-5, 5].
     "WinsorizedMeanEstimator": [
         dict(epsilon=eps, delta=delta, bound=5.0)
@@ -56,7 +66,8 @@ def run_demo(random_state=0, data=None):
     -------
     rows : list of dict
         Keys ``estimator``, ``epsilon``, ``delta``, ``epsilon_spent``,
-        ``delta_spent``, ``l2_error``, ``fit_time``.
+        ``delta_spent``, ``l2_error``, ``fit_time`` and ``error_bound`` (the
+        estimator's published accuracy radius, or None).
     """
     X, groups, _ = make_user_samples(**{**DEMO_DATA, **(data or {})},
                                      random_state=random_state)
@@ -74,6 +85,7 @@ def run_demo(random_state=0, data=None):
             elapsed = time.perf_counter() - start
             rows.append(dict(
                 estimator=name,
+                error_bound=getattr(est, "error_bound_", None),
                 epsilon=params["epsilon"],
                 delta=params["delta"],
                 epsilon_spent=est.epsilon_,
@@ -87,13 +99,15 @@ def run_demo(random_state=0, data=None):
 def format_table(rows):
     """Render demo rows as a fixed-width text table."""
     header = (f"{'estimator':<26} {'epsilon':>7} {'delta':>8} {'eps spent':>10} "
-              f"{'delta spent':>11} {'L2 error':>9} {'fit time':>9}")
+              f"{'delta spent':>11} {'L2 error':>9} {'bound':>7} {'fit time':>9}")
     lines = [header, "-" * len(header)]
     for r in rows:
         lines.append(
             f"{r['estimator']:<26} {r['epsilon']:>7g} {r['delta']:>8g} "
             f"{r['epsilon_spent']:>10.4f} {r['delta_spent']:>11.1e} "
-            f"{r['l2_error']:>9.4f} {1000 * r['fit_time']:>7.1f}ms"
+            f"{r['l2_error']:>9.4f} "
+            f"{'-' if r['error_bound'] is None else format(r['error_bound'], '.3g'):>7} "
+            f"{1000 * r['fit_time']:>7.1f}ms"
         )
     return "\n".join(lines)
 

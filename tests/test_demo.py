@@ -17,7 +17,9 @@ def test_demo_rows_are_sensible():
     for row in rows:
         assert 0 < row["epsilon_spent"] <= row["epsilon"]
         assert row["delta_spent"] <= row["delta"]
-        assert row["l2_error"] < 1.0
+        # 1.0, or the estimator's own published accuracy radius if larger
+        # (the few-users estimator's error is O(radius * sqrt(d))).
+        assert row["l2_error"] < max(1.0, row["error_bound"] or 0.0)
     table = format_table(rows)
     assert "ClipNoiseMeanEstimator" in table and "L2 error" in table
 

@@ -6,6 +6,12 @@ user-level neighbouring datasets: two datasets are neighbours when they differ
 in the entire data of one user (replace-one; the number of users is public).
 """
 
+from ._ball_sampler import (
+    BALL_SAMPLER_MAX_EPSILON,
+    ball_sampler_max_rounds,
+    ball_sampler_privacy,
+    calibrate_ball_sampler,
+)
 from ._budget import ZCDP, ApproxDP, PureDP
 from ._composition import (
     adaptive_query_budget,
@@ -78,4 +84,8 @@ __all__ = [
     "lattice_contribution_radius",
     "lattice_widened_sensitivity",
     "linf_ball_l2_radius",
+    "BALL_SAMPLER_MAX_EPSILON",
+    "ball_sampler_privacy",
+    "calibrate_ball_sampler",
+    "ball_sampler_max_rounds",
 ]

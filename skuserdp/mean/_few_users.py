@@ -1,0 +1,555 @@
+"""Few users: the ball sampler of Esfandiari, Mirrokni and Narayanan (Alg. 1, 2, 4).
+
+Implements §3.2, Corollary 5 and §4 of "Tight and Robust Private Mean
+Estimation with Few Users" [EMN22]_, spec ``emn2021_few_users.md`` §2.0–2.6,
+§2.11 and §6. The privacy map of the sampler is in
+:mod:`skuserdp.privacy._ball_sampler`.
+
+**Algorithm 1 (DP-Estimate-1).** Every point ``x_i`` (a user mean) owns the
+ball ``B_i`` of radius ``R = c·r`` (``c = max(√d, 2)``); ``f(p)`` counts the
+balls containing p. Target law π: density ``∝ e^{ε_a min(f(p), βn)}`` where
+``f(p) > 0``, plus a garbage bucket G₁ of mass ``(4/δ_a)·V_B``. Rejection
+sampling: each round picks the garbage branch with probability
+``(4/δ_a)/(e^{ε_a βn} + 4/δ_a)`` (accepting G₁ with probability ``c_acc``),
+else a uniform index i and a uniform point ``p ∈ B_i``, accepted with
+probability ``c_acc·(n/f(p))·e^{ε_a(min(f(p), βn) − βn)}``; after a rejected
+round the sampler stops with probability ``1/N`` and returns G₂ (the
+memoryless form of the paper's ``Geom(1/N)`` rounds). The output is the
+random point p itself — never a data point.
+
+**Public plan.** N, ``c_acc``, R and the failure bound depend only on
+(n, d, r, ε, δ, α, κ): ``c_acc = β/2`` (1/3 in the paper), lowered if needed
+so that every acceptance probability is at most 1/2 (P0); ``N`` is chosen for
+accuracy and run time only — ``N = ⌈2/(α c_acc ρ_LB)⌉`` (tight) or the
+paper's ``⌈18 e^{10√ln n}/α⌉`` — where ``ρ_LB`` is a rigorous lower bound on
+the volume fraction of the intersection of the good balls
+(:func:`ball_intersection_lower_bound`). Privacy needs ``N ≤ N_priv`` (P1,
+:func:`skuserdp.privacy.ball_sampler_max_rounds`); a larger N is clamped to
+``N_priv`` (still private, accuracy degrades, the failure bound says by how
+much). Privacy never depends on the data through N: that is why N is not, and
+must not be, tuned on the data.
+
+**Accuracy** (at least a β fraction of the points within r of an unknown x):
+the output is within ``R + r`` of x except with probability at most
+``P[G₂] + P[G₁] + P[far] ≤ (1 − q)/((N − 1)q + 1) + (4/δ_a)e^{−ε_a βn}/ρ_LB +
+(1 − β)n e^{−ε_a(2β − 1)n}/ρ_LB`` with ``q = c_acc ρ_LB`` (spec A1–A3).
+
+**Algorithm 2 (Corollary 5).** k independent runs (their own random streams;
+the result does not depend on ``n_jobs``) and the coordinate-wise median of
+the non-garbage outputs; per-copy budget from the better of basic and
+advanced composition; k is the smallest with ``P[Bin(k, 1 − β₀) < 0.6k] ≤ α``
+(β₀ the per-copy failure bound). If at least 60 % of the copies are within
+``R + r`` of x, the median is within ``√(s/(s − k/2))·(R + r)``,
+``s = ⌈0.6k⌉`` (spec §2.0e).
+
+**Algorithm 4 (user level).** Each user is reduced to its mean; with
+``samples_per_user = m`` public and a per-row radius r
+(``E‖X − μ‖² ≤ r²``) the user means are within ``r′ = t·r/√m`` of μ except
+with probability ``2/t²`` each (Markov; ``t = 10`` in the paper).
+
+**Robustness.** Up to a fraction κ (``robustness``, default 1/4 as in the
+paper, any κ < 1/2) of the users may be replaced by an adversary who has seen
+the data. The cap is ``βn`` with ``β = 1 − κ − η``, ``η = (1 − 2κ)/6``
+(β = 2/3 at κ = 1/4, the paper's value), ``c_acc = β/2`` and
+``t = max(10, 2/√η)``; the honest concentration step fails with probability
+``P[Bin(n, 1 − 2/t²) < (1 − η)n]``.
+
+The unit of privacy is the user: neighbouring datasets differ in all rows
+of one user (replace-one, n public).
+"""
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from joblib import Parallel, delayed
+from scipy import special, stats
+
+from ..privacy import (
+    ApproxDP,
+    advanced_composition_step,
+    ball_sampler_max_rounds,
+    ball_sampler_privacy,
+    calibrate_ball_sampler,
+    compose_homogeneous,
+)
+from ..utils._random import generator_from, make_seed_sequence
+
+__all__ = [
+    "BallPlan",
+    "ball_intersection_lower_bound",
+    "robust_cap",
+    "plan_ball_sampler",
+    "ball_sampler",
+    "plan_median_of_balls",
+    "median_of_balls",
+    "min_users_for_ball_sampler",
+]
+
+# Elements (rounds x users x features) of one batch of sampler rounds.
+BATCH_ELEMENTS = 1 << 22
+# Per-copy failure target of Algorithm 2 (spec §2.3 OUR CHOICE: 0.1, not 1/3).
+MEDIAN_COPY_ALPHA = 0.1
+# Algorithm 2 never runs more copies than this.
+MAX_COPIES = 99
+# Output grid: 2^-GRID_BITS of the ball radius (floating-point hygiene).
+GRID_BITS = 20
+
+
+def robust_cap(robustness):
+    """Cap fraction β, slack η and Markov factor t for corruption level κ.
+
+    Parameters
+    ----------
+    robustness : float
+        κ in ``(0, 1/2)``: the largest fraction of users an adversary may
+        replace.
+
+    Returns
+    -------
+    beta, eta, t : float
+        ``η = (1 − 2κ)/6``, ``β = 1 − κ − η``, ``t = max(10, 2/√η)``.
+
+    Examples
+    --------
+    >>> from skuserdp.mean._few_users import robust_cap
+    >>> [round(v, 4) for v in robust_cap(0.25)]
+    [0.6667, 0.0833, 10.0]
+    """
+    kappa = float(robustness)
+    if not 0 < kappa < 0.5:
+        raise ValueError(f"robustness must be in (0, 1/2), got {robustness!r}.")
+    eta = (1.0 - 2.0 * kappa) / 6.0
+    return 1.0 - kappa - eta, eta, max(10.0, 2.0 / math.sqrt(eta))
+
+
+def ball_intersection_lower_bound(n_points, n_features, ratio):
+    """Lower bound ρ_LB on ``Vol(∩ good balls)/V_B`` (spec §2.2).
+
+    Good points lie within 1 of some x; balls have radius ``c = ratio ≥ 1``.
+    ``ρ_LB = max{((c − 1)/c)^d, max_t (s/c)^d (1 − n I_{(1−t/s)/2}(a, a))}``
+    with ``s = √(c² − 1 − 2t)``, ``a = (d + 1)/2``: a point within s of x
+    and at most t behind x in the direction of every good point lies in every
+    good ball; a union bound over at most n directions.
+
+    Parameters
+    ----------
+    n_points : int
+        Number of good points (n is an upper bound).
+    n_features : int
+        Dimension d.
+    ratio : float
+        ``c = R/r``, ``> 1``.
+
+    Returns
+    -------
+    rho : float
+        The bound, in ``(0, 1]``.
+
+    Examples
+    --------
+    >>> from skuserdp.mean._few_users import ball_intersection_lower_bound
+    >>> round(ball_intersection_lower_bound(100, 100, 10.0), 3)
+    0.029
+    """
+    n, d, c = int(n_points), int(n_features), float(ratio)
+    if c <= 1:
+        raise ValueError(f"ratio must be > 1, got {ratio!r}.")
+    best = d * math.log((c - 1.0) / c)
+    t = (c * c - 1.0) / 2.0 * np.linspace(1e-3, 1 - 1e-3, 400)
+    s = np.sqrt(c * c - 1.0 - 2.0 * t)
+    a = (d + 1) / 2.0
+    tail = special.betainc(a, a, np.clip((1.0 - t / s) / 2.0, 0.0, 1.0))
+    inside = 1.0 - n * tail
+    ok = inside > 0
+    if ok.any():
+        logs = d * np.log(s[ok] / c) + np.log(inside[ok])
+        best = max(best, float(logs.max()))
+    return math.exp(best)
+
+
+@dataclass(frozen=True)
+class BallPlan:
+    """Every public quantity of one run of the ball sampler (Algorithm 1).
+
+    Parameters
+    ----------
+    n_users, n_features : int
+        n and d of the points.
+    radius, ball_radius : float
+        r (concentration radius of the good points) and ``R = c·r``.
+    cap_fraction : float
+        β (the score cap is βn).
+    accept : float
+        ``c_acc``.
+    epsilon_a, delta_a : float
+        Internal privacy parameters.
+    n_rounds : float
+        Mean number of rounds N (stop probability 1/N after a rejection).
+    rounds_clamped : bool
+        Whether N was lowered to ``N_priv`` for privacy (accuracy degrades).
+    rho : float
+        ρ_LB.
+    failure_bound : float
+        Bound on ``P[output farther than R + r from x]`` (or garbage) when a
+        β fraction of the points is within r of x.
+    loss : ApproxDP
+        The user-level guarantee of one run.
+
+    Examples
+    --------
+    >>> from skuserdp.mean._few_users import plan_ball_sampler
+    >>> plan = plan_ball_sampler(200, 10, radius=1.0, epsilon=1.0, delta=1e-6,
+    ...                          alpha=0.1)
+    >>> plan.ball_radius == 10 ** 0.5, plan.loss.epsilon <= 1.0
+    (True, True)
+    """
+
+    n_users: int
+    n_features: int
+    radius: float
+    ball_radius: float
+    cap_fraction: float
+    accept: float
+    epsilon_a: float
+    delta_a: float
+    n_rounds: float
+    rounds_clamped: bool
+    rho: float
+    failure_bound: float
+    loss: ApproxDP
+
+    @property
+    def error_bound(self):
+        """``R + r``: the accuracy radius of a successful run."""
+        return self.ball_radius + self.radius
+
+
+def _max_acceptance(n, eps_a, beta, accept):
+    f = np.arange(1, n + 1, dtype=np.float64)
+    log_a = np.log(accept * n / f) + eps_a * (np.minimum(f, beta * n) - beta * n)
+    return float(np.exp(log_a.max()))
+
+
+def _g2_probability(q, n_rounds):
+    return (1.0 - q) / ((n_rounds - 1.0) * q + 1.0)
+
+
+def plan_ball_sampler(n_users, n_features, *, radius, epsilon, delta, alpha=0.1,
+                      robustness=0.25, calibration="tight"):
+    """Plan one run of the ball sampler from public values only.
+
+    Parameters
+    ----------
+    n_users : int
+        Number of points n (users; public).
+    n_features : int
+        Dimension d.
+    radius : float
+        r: a β fraction of the points is promised within r of an unknown x
+        (accuracy only).
+    epsilon, delta : float
+        Target user-level guarantee of the run; ``delta > 0``.
+    alpha : float, default=0.1
+        Target failure probability (sets N; accuracy and run time only).
+    robustness : float, default=0.25
+        κ, see :func:`robust_cap`.
+    calibration : {"tight", "paper"}, default="tight"
+        ``"paper"``: ``ε_a = ε/4`` and the paper's ``N = ⌈18e^{10√ln n}/α⌉``
+        (clamped to ``N_priv``); ``"tight"``: the exact privacy map and N from
+        ρ_LB.
+
+    Returns
+    -------
+    plan : BallPlan
+        Private for every n ≥ 2; ``failure_bound`` says how accurate.
+
+    Examples
+    --------
+    >>> from skuserdp.mean._few_users import plan_ball_sampler
+    >>> plan = plan_ball_sampler(104, 100, radius=0.1, epsilon=1.0, delta=1e-5,
+    ...                          alpha=0.05)
+    >>> plan.failure_bound <= 0.05, plan.error_bound
+    (True, 1.1)
+    """
+    n, d = int(n_users), int(n_features)
+    if n < 2 or d < 1:
+        raise ValueError("the ball sampler needs n_users >= 2 and n_features >= 1.")
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha!r}.")
+    beta = robust_cap(robustness)[0]
+    eps_a, delta_a = calibrate_ball_sampler(epsilon, delta, calibration=calibration)
+    c = max(math.sqrt(d), 2.0)
+    accept = beta / 2.0
+    a_max = _max_acceptance(n, eps_a, beta, accept)
+    if a_max > 0.5:  # P0: lower the common constant, never clip per point
+        accept *= 0.5 / a_max
+    rho = ball_intersection_lower_bound(n, d, c)
+    if calibration == "paper":
+        n_rounds = math.ceil(18.0 * math.exp(10.0 * math.sqrt(math.log(n))) / alpha)
+    else:
+        n_rounds = math.ceil(2.0 / (alpha * accept * rho))
+    log_priv = ball_sampler_max_rounds(n, eps_a, delta_a, accept=accept,
+                                       cap_fraction=beta)
+    # P1 holds for N <= N_priv, and N_priv >= 12 e^{-ε_a} >= 1 always, so
+    # privacy never needs more users; a larger N is clamped (accuracy only).
+    clamped = math.log(n_rounds) > log_priv
+    if clamped:
+        n_rounds = max(1, math.floor(math.exp(log_priv)))
+    q = accept * rho
+    fail = (_g2_probability(q, n_rounds)
+            + (4.0 / delta_a) * math.exp(-eps_a * beta * n) / rho
+            + (1.0 - beta) * n * math.exp(-eps_a * (2.0 * beta - 1.0) * n) / rho)
+    return BallPlan(
+        n_users=n, n_features=d, radius=float(radius), ball_radius=c * float(radius),
+        cap_fraction=beta, accept=accept, epsilon_a=eps_a, delta_a=delta_a,
+        n_rounds=float(n_rounds), rounds_clamped=clamped, rho=rho,
+        failure_bound=min(1.0, fail), loss=ball_sampler_privacy(eps_a, delta_a),
+    )
+
+
+def min_users_for_ball_sampler(epsilon, delta, n_features, *, alpha=0.1,
+                               robustness=0.25, calibration="tight"):
+    """Smallest n whose ball-sampler plan meets the failure target α.
+
+    The sampler is private for every n; this is the accuracy threshold
+    (spec §2.11, ``n_min``). It barely depends on d.
+
+    Parameters
+    ----------
+    epsilon, delta : float
+        Target guarantee.
+    n_features : int
+        Dimension d.
+    alpha : float, default=0.1
+        Required ``failure_bound``.
+    robustness : float, default=0.25
+        κ.
+    calibration : {"tight", "paper"}, default="tight"
+        As in :func:`plan_ball_sampler`.
+
+    Returns
+    -------
+    n_min : int
+
+    Examples
+    --------
+    >>> from skuserdp.mean._few_users import min_users_for_ball_sampler
+    >>> min_users_for_ball_sampler(1.0, 1e-5, 100, alpha=0.05)
+    102
+    """
+    def ok(n):
+        plan = plan_ball_sampler(n, n_features, radius=1.0, epsilon=epsilon,
+                                 delta=delta, alpha=alpha, robustness=robustness,
+                                 calibration=calibration)
+        return plan.failure_bound <= alpha
+
+    hi = 2
+    while not ok(hi):
+        hi *= 2
+        if hi > 1 << 30:
+            raise ValueError("no number of users below 2^30 meets alpha.")
+    lo = hi // 2
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if ok(mid):
+            hi = mid
+        else:
+            lo = mid
+    return max(hi, 2)
+
+
+def _uniform_in_balls(centers, radius, rng):
+    n, d = centers.shape
+    z = rng.standard_normal((n, d))
+    norm = np.sqrt(np.einsum("ij,ij->i", z, z))
+    norm[norm == 0] = 1.0
+    u = 1.0 - rng.random(n)  # in (0, 1]
+    scale = radius * np.exp(np.log(u) / d) / norm
+    return centers + z * scale[:, None]
+
+
+def ball_sampler(points, plan, random_state=None):
+    """One run of the ball sampler (EMN Algorithm 1).
+
+    Parameters
+    ----------
+    points : ndarray of shape (n_users, n_features)
+        One point per user (finite). Not modified.
+    plan : BallPlan
+        From :func:`plan_ball_sampler` with the same shape.
+    random_state : int, RandomState, SeedSequence or None, default=None
+        Source of randomness (``None``: fresh OS entropy).
+
+    Returns
+    -------
+    point : ndarray of shape (n_features,) or None
+        The released point (on a grid of spacing about ``2^-20 R``), or
+        None for a garbage bucket.
+    outcome : {"point", "G1", "G2"}
+        What was released (part of the private output).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skuserdp.mean._few_users import ball_sampler, plan_ball_sampler
+    >>> X = np.random.default_rng(0).normal(3.0, 0.1, size=(200, 4))
+    >>> plan = plan_ball_sampler(200, 4, radius=0.5, epsilon=1.0, delta=1e-6)
+    >>> p, outcome = ball_sampler(X, plan, random_state=0)
+    >>> outcome, bool(np.linalg.norm(p - 3.0) <= plan.error_bound)
+    ('point', True)
+    """
+    X = np.asarray(points, dtype=np.float64)
+    n, d = X.shape
+    if (n, d) != (plan.n_users, plan.n_features):
+        raise ValueError(
+            f"points must have shape ({plan.n_users}, {plan.n_features}) to match "
+            f"the plan, got {X.shape}."
+        )
+    rng = generator_from(make_seed_sequence(random_state))
+    R, beta_n = plan.ball_radius, plan.cap_fraction * n
+    log_garbage = math.log(4.0 / plan.delta_a)
+    p_garbage = float(special.expit(log_garbage - plan.epsilon_a * beta_n))
+    p_stop = 1.0 / plan.n_rounds
+    batch = int(max(1, min(4096, BATCH_ELEMENTS // (n * d))))
+    rows = np.arange(batch)
+    while True:
+        garbage = rng.random(batch) < p_garbage
+        u_accept = rng.random(batch)
+        u_stop = rng.random(batch)
+        idx = rng.integers(n, size=batch)
+        p = _uniform_in_balls(X[idx], R, rng)
+        diff = p[:, None, :] - X[None, :, :]
+        inside = np.einsum("bnd,bnd->bn", diff, diff) <= R * R
+        inside[rows, idx] = True  # p was drawn in B_idx: count it
+        f = inside.sum(axis=1).astype(np.float64)
+        log_acc = (np.log(plan.accept * n / f)
+                   + plan.epsilon_a * (np.minimum(f, beta_n) - beta_n))
+        accepted = np.where(garbage, u_accept < plan.accept, u_accept < np.exp(log_acc))
+        done = accepted | (u_stop < p_stop)
+        if done.any():
+            b = int(np.argmax(done))
+            if not accepted[b]:
+                return None, "G2"
+            if garbage[b]:
+                return None, "G1"
+            grid = 2.0 ** (math.floor(math.log2(R)) - GRID_BITS)
+            return np.round(p[b] / grid) * grid, "point"
+
+
+@dataclass(frozen=True)
+class MedianPlan:
+    """Public plan of Algorithm 2: ``n_copies`` runs of ``copy`` and a median.
+
+    Examples
+    --------
+    >>> from skuserdp.mean._few_users import plan_median_of_balls
+    >>> plan = plan_median_of_balls(2000, 10, radius=1.0, epsilon=1.0,
+    ...                             delta=1e-6, alpha=1e-3)
+    >>> plan.n_copies, plan.failure_bound <= 1e-3, plan.loss.epsilon <= 1.0
+    (5, True, True)
+    """
+
+    copy: BallPlan
+    n_copies: int
+    failure_bound: float
+    error_bound: float
+    loss: ApproxDP
+
+
+def plan_median_of_balls(n_users, n_features, *, radius, epsilon, delta, alpha=0.1,
+                         robustness=0.25, calibration="tight"):
+    """Plan Algorithm 2 (median of k ball-sampler runs) from public values.
+
+    Parameters
+    ----------
+    n_users, n_features : int
+        n and d.
+    radius : float
+        r.
+    epsilon, delta : float
+        Total user-level guarantee of all k runs.
+    alpha : float, default=0.1
+        Target failure probability of the median.
+    robustness : float, default=0.25
+        κ.
+    calibration : {"tight", "paper"}, default="tight"
+        Per-copy calibration.
+
+    Returns
+    -------
+    plan : MedianPlan
+        The smallest k whose binomial failure bound meets α (at most
+        ``MAX_COPIES``; the failure bound says whether α was reached).
+    """
+    best = None
+    for k in range(1, MAX_COPIES + 1, 2):
+        if k == 1:
+            eps_c, delta_c, slack = epsilon, delta, None
+        else:
+            slack = delta / 2.0
+            eps_c = advanced_composition_step(epsilon, slack, k)
+            delta_c = delta / (2.0 * k)
+        copy = plan_ball_sampler(n_users, n_features, radius=radius, epsilon=eps_c,
+                                 delta=delta_c, alpha=MEDIAN_COPY_ALPHA,
+                                 robustness=robustness, calibration=calibration)
+        s = math.ceil(0.6 * k)
+        fail = float(stats.binom.cdf(s - 1, k, 1.0 - copy.failure_bound))
+        loss = copy.loss if k == 1 else compose_homogeneous(copy.loss, k, slack)
+        err = math.sqrt(s / (s - k / 2.0)) * copy.error_bound
+        plan = MedianPlan(copy=copy, n_copies=k, failure_bound=min(1.0, fail),
+                          error_bound=err, loss=loss)
+        if best is None or plan.failure_bound < best.failure_bound:
+            best = plan
+        if fail <= alpha:
+            return plan
+    return best
+
+
+def _one_copy(points, copy, seed):
+    return ball_sampler(points, copy, random_state=seed)
+
+
+def median_of_balls(points, plan, random_state=None, n_jobs=None):
+    """Run Algorithm 2: k independent ball-sampler runs and their median.
+
+    Parameters
+    ----------
+    points : ndarray of shape (n_users, n_features)
+        One point per user. Not modified.
+    plan : MedianPlan
+        From :func:`plan_median_of_balls`.
+    random_state : int, RandomState, SeedSequence or None, default=None
+        Source of randomness; each copy gets its own child stream.
+    n_jobs : int, default=None
+        Workers over copies (joblib); results do not depend on it.
+
+    Returns
+    -------
+    point : ndarray of shape (n_features,) or None
+        Coordinate-wise median of the non-garbage outputs; None if every
+        copy returned a garbage bucket.
+    n_garbage : int
+        Number of copies that returned a garbage bucket (a private output).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skuserdp.mean._few_users import median_of_balls, plan_median_of_balls
+    >>> X = np.random.default_rng(0).normal(-2.0, 0.1, size=(300, 3))
+    >>> plan = plan_median_of_balls(300, 3, radius=0.5, epsilon=1.0, delta=1e-6)
+    >>> p, n_garbage = median_of_balls(X, plan, random_state=0)
+    >>> bool(np.linalg.norm(p + 2.0) <= plan.error_bound)
+    True
+    """
+    X = np.asarray(points, dtype=np.float64)
+    seeds = make_seed_sequence(random_state).spawn(plan.n_copies)
+    if n_jobs in (None, 1) or plan.n_copies == 1:
+        outs = [_one_copy(X, plan.copy, s) for s in seeds]
+    else:
+        outs = Parallel(n_jobs=n_jobs)(delayed(_one_copy)(X, plan.copy, s)
+                                       for s in seeds)
+    good = [p for p, _ in outs if p is not None]
+    if not good:
+        return None, plan.n_copies
+    return np.median(np.array(good), axis=0), plan.n_copies - len(good)
