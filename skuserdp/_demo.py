@@ -43,6 +43,12 @@ DEMO_CONFIGS = {
         for delta in (1e-6,)
         for eps in (0.5, 1.0, 2.0)
     ],
+    # The first feature cut at the public thresholds -1, 0, 1 into 4 classes;
+    # every user has at least 5 rows.
+    "DiscreteDistributionEstimator": [
+        dict(epsilon=eps, delta=1e-6, classes=[0, 1, 2, 3], samples_per_user=5)
+        for eps in (0.5, 1.0, 2.0)
+    ],
     # The same knowledge as a box: every coordinate of a user mean in [-5, 5].
     "WinsorizedMeanEstimator": [
         dict(epsilon=eps, delta=delta, bound=5.0)
@@ -72,17 +78,24 @@ def run_demo(random_state=0, data=None):
     X, groups, _ = make_user_samples(**{**DEMO_DATA, **(data or {})},
                                      random_state=random_state)
     reference = user_means(X, groups).means.mean(axis=0)
+    # The categorical version: the class of the first feature's value.
+    cats = np.digitize(X[:, 0], [-1.0, 0.0, 1.0]).reshape(-1, 1)
+    onehot = (cats == np.arange(4)).astype(np.float64)
+    cat_reference = user_means(onehot, groups).means.mean(axis=0)
     rows = []
     for name, cls in all_estimators():
         if name not in DEMO_CONFIGS:
             raise RuntimeError(f"{name} has no entry in skuserdp._demo.DEMO_CONFIGS.")
+        categorical = name == "DiscreteDistributionEstimator"
         for params in DEMO_CONFIGS[name]:
             est = cls(**params, random_state=random_state)
             start = time.perf_counter()
             with warnings.catch_warnings():
                 warnings.simplefilter("error")  # a demo fit must not warn
-                est.fit(X, groups=groups)
+                est.fit(cats if categorical else X, groups=groups)
             elapsed = time.perf_counter() - start
+            estimate = est.probabilities_ if categorical else est.mean_
+            target = cat_reference if categorical else reference
             rows.append(dict(
                 estimator=name,
                 error_bound=getattr(est, "error_bound_", None),
@@ -90,10 +103,14 @@ def run_demo(random_state=0, data=None):
                 delta=params["delta"],
                 epsilon_spent=est.epsilon_,
                 delta_spent=est.delta_,
-                l2_error=float(np.linalg.norm(est.mean_ - reference)),
+                l2_error=float(np.linalg.norm(estimate - target)),
                 fit_time=elapsed,
             ))
     return rows
+
+
+def _bound(value):
+    return "-" if value is None else format(value, ".3g")
 
 
 def format_table(rows):
@@ -105,8 +122,7 @@ def format_table(rows):
         lines.append(
             f"{r['estimator']:<26} {r['epsilon']:>7g} {r['delta']:>8g} "
             f"{r['epsilon_spent']:>10.4f} {r['delta_spent']:>11.1e} "
-            f"{r['l2_error']:>9.4f} "
-            f"{'-' if r['error_bound'] is None else format(r['error_bound'], '.3g'):>7} "
+            f"{r['l2_error']:>9.4f} {_bound(r['error_bound']):>7} "
             f"{1000 * r['fit_time']:>7.1f}ms"
         )
     return "\n".join(lines)

@@ -66,7 +66,11 @@ class UserLevelMeanEstimator(UserLevelMixin, BaseEstimator):
         """Validate X and groups; return (X, codes, n_users)."""
         _check_not_sparse(X)
         X = validate_data(self, X, dtype=np.float64, order="C")
-        n_samples = X.shape[0]
+        codes, n_users = self._resolve_groups(y, groups, X.shape[0])
+        return X, codes, n_users
+
+    def _resolve_groups(self, y, groups, n_samples):
+        """Map ``groups`` to user codes (warning loudly without them)."""
         if groups is None:
             if y is not None:
                 warnings.warn(
@@ -75,7 +79,7 @@ class UserLevelMeanEstimator(UserLevelMixin, BaseEstimator):
                     "fit(X, groups=user_ids). Each row is now treated as its own "
                     "user, so the guarantee is item-level, not user-level.",
                     YIgnoredWarning,
-                    stacklevel=3,
+                    stacklevel=4,
                 )
             else:
                 warnings.warn(
@@ -84,7 +88,7 @@ class UserLevelMeanEstimator(UserLevelMixin, BaseEstimator):
                     "user-level. Pass groups=user_ids (and enable metadata routing "
                     "inside Pipeline/GridSearchCV).",
                     ItemLevelPrivacyWarning,
-                    stacklevel=3,
+                    stacklevel=4,
                 )
             codes = np.arange(n_samples, dtype=np.intp)
             n_users = n_samples
@@ -97,7 +101,7 @@ class UserLevelMeanEstimator(UserLevelMixin, BaseEstimator):
                 f"{n_users} user(s) (n_samples = {n_samples}). With one user the "
                 "output would be pure noise."
             )
-        return X, codes, n_users
+        return codes, n_users
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None, *, groups=None):

@@ -1,6 +1,7 @@
 """User-level differentially private mean estimators."""
 
 from ._clip_noise import ClipNoiseMeanEstimator, clip_noise_mean
+from ._discrete import DiscreteDistributionEstimator
 from ._few_users_mean import FewUsersBallEstimator, few_users_mean
 from ._winsorized import WinsorizedPlan, plan_winsorized_mean, winsorized_mean_from_plan
 from ._winsorized_mean import (
@@ -13,6 +14,7 @@ __all__ = [
     "ClipNoiseMeanEstimator",
     "WinsorizedMeanEstimator",
     "FewUsersBallEstimator",
+    "DiscreteDistributionEstimator",
     "clip_noise_mean",
     "few_users_mean",
     "winsorized_mean",

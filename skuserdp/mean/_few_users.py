@@ -65,6 +65,7 @@ import numpy as np
 from joblib import Parallel, delayed
 from scipy import special, stats
 
+from ..mechanisms import RandomHadamardRotation, padded_dimension
 from ..privacy import (
     ApproxDP,
     advanced_composition_step,
@@ -84,6 +85,10 @@ __all__ = [
     "plan_median_of_balls",
     "median_of_balls",
     "min_users_for_ball_sampler",
+    "MedianPlan",
+    "InterpolationPlan",
+    "plan_interpolation",
+    "interpolated_balls",
 ]
 
 # Elements (rounds x users x features) of one batch of sampler rounds.
@@ -553,3 +558,180 @@ def median_of_balls(points, plan, random_state=None, n_jobs=None):
     if not good:
         return None, plan.n_copies
     return np.median(np.array(good), axis=0), plan.n_copies - len(good)
+
+
+@dataclass(frozen=True)
+class InterpolationPlan:
+    """Public plan of Algorithm 3: ``k²`` blocks of a rotated space.
+
+    Parameters
+    ----------
+    n_blocks_side : int
+        k (a power of two, ``k² ≤ d′``); ``k²`` blocks of ``d′/k²``
+        coordinates.
+    n_padded : int
+        d′.
+    block : BallPlan
+        The plan of every block's sampler.
+    failure_bound, error_bound : float
+        Total failure bound (rotation + blocks) and ``k·(R_blk + r_blk)``.
+    loss : ApproxDP
+        Composition of the ``k²`` block runs.
+
+    Examples
+    --------
+    >>> from skuserdp.mean._few_users import plan_interpolation
+    >>> plan = plan_interpolation(4000, 256, radius=1.0, epsilon=1.0,
+    ...                           delta=1e-6, alpha=0.1, n_blocks_side=4)
+    >>> plan.block.n_features, round(plan.error_bound, 1), plan.loss.epsilon <= 1
+    (16, 29.6, True)
+    """
+
+    n_blocks_side: int
+    n_padded: int
+    block: BallPlan
+    failure_bound: float
+    error_bound: float
+    loss: ApproxDP
+
+
+def plan_interpolation(n_users, n_features, *, radius, epsilon, delta, alpha=0.1,
+                       robustness=0.25, calibration="tight", n_blocks_side=None):
+    """Plan Algorithm 3 (EMN Theorem 6) from public values.
+
+    After a random Hadamard rotation (signs independent of the data), every
+    coordinate of a good point's offset ``x_u − x`` is at most
+    ``r√(2 ln(2d′n/α_rot)/d′)`` (Hoeffding, ``α_rot = α/2``), so each block of
+    ``d′/k²`` coordinates holds the good points within
+    ``r_blk = r√(2 ln(2d′n/α_rot))/k``. Each block runs the ball sampler
+    with failure target ``α/(2k²)``, at the per-block budget of the better of
+    basic and advanced composition over ``k²`` runs (``δ/(2k²)`` each plus a
+    slack ``δ/2``). The error is at most ``k(R_blk + r_blk)`` with
+    ``R_blk = max(√(d′/k²), 2)·r_blk`` — about ``r√(2 ln(2d′n/α))(1 + √d′/k)``,
+    below Algorithm 1's ``(√d + 1)r`` once ``k`` exceeds the log factor.
+
+    Parameters
+    ----------
+    n_users, n_features : int
+        n and d.
+    radius : float
+        r.
+    epsilon, delta : float
+        Total guarantee.
+    alpha : float, default=0.1
+        Target failure probability.
+    robustness : float, default=0.25
+        κ.
+    calibration : {"tight", "paper"}, default="tight"
+        Per-block calibration.
+    n_blocks_side : int, default=None
+        k; ``None`` picks, among powers of two with ``k² ≤ d′``, the one of
+        least error bound whose failure bound meets α (else of least failure
+        bound).
+
+    Returns
+    -------
+    plan : InterpolationPlan
+    """
+    n, d = int(n_users), int(n_features)
+    d_pad = padded_dimension(d)
+    if n_blocks_side is None:
+        sides = [1 << j for j in range(0, 32) if (1 << (2 * j)) <= d_pad]
+        plans = [plan_interpolation(n, d, radius=radius, epsilon=epsilon, delta=delta,
+                                    alpha=alpha, robustness=robustness,
+                                    calibration=calibration, n_blocks_side=k)
+                 for k in sides]
+        ok = [p for p in plans if p.failure_bound <= alpha]
+        if ok:
+            return min(ok, key=lambda p: p.error_bound)
+        return min(plans, key=lambda p: p.failure_bound)
+    k = int(n_blocks_side)
+    blocks = k * k
+    if k < 1 or blocks > d_pad or (k & (k - 1)):
+        raise ValueError(
+            f"n_blocks_side must be a power of two with k^2 <= {d_pad}, got {k}."
+        )
+    if blocks == 1:  # Algorithm 1 itself: no rotation, no log factor
+        return _single_block(n, d, radius, epsilon, delta, alpha, robustness,
+                             calibration)
+    alpha_rot = alpha / 2.0
+    r_blk = radius * math.sqrt(2.0 * math.log(2.0 * d_pad * n / alpha_rot)) / k
+    slack = delta / 2.0
+    eps_b = advanced_composition_step(epsilon, slack, blocks)
+    block = plan_ball_sampler(n, d_pad // blocks, radius=r_blk, epsilon=eps_b,
+                              delta=delta / (2.0 * blocks),
+                              alpha=alpha / (2.0 * blocks), robustness=robustness,
+                              calibration=calibration)
+    loss = compose_homogeneous(block.loss, blocks, slack)
+    return InterpolationPlan(
+        n_blocks_side=k, n_padded=d_pad, block=block,
+        failure_bound=min(1.0, alpha_rot + blocks * block.failure_bound),
+        error_bound=k * block.error_bound, loss=loss,
+    )
+
+
+def _single_block(n, d, radius, epsilon, delta, alpha, robustness, calibration):
+    block = plan_ball_sampler(n, d, radius=radius, epsilon=epsilon, delta=delta,
+                              alpha=alpha, robustness=robustness,
+                              calibration=calibration)
+    return InterpolationPlan(n_blocks_side=1, n_padded=d, block=block,
+                             failure_bound=block.failure_bound,
+                             error_bound=block.error_bound, loss=block.loss)
+
+
+def interpolated_balls(points, plan, random_state=None, n_jobs=None):
+    """Run Algorithm 3: rotate, one ball sampler per block, rotate back.
+
+    Parameters
+    ----------
+    points : ndarray of shape (n_users, n_features)
+        One point per user. Not modified.
+    plan : InterpolationPlan
+        From :func:`plan_interpolation`.
+    random_state : int, RandomState, SeedSequence or None, default=None
+        Source of the rotation signs and of every block's sampler (own
+        child streams; results do not depend on ``n_jobs``).
+    n_jobs : int, default=None
+        Workers over blocks (joblib).
+
+    Returns
+    -------
+    point : ndarray of shape (n_features,) or None
+        The estimate; None if any block released a garbage bucket.
+    n_garbage : int
+        Number of blocks that released a garbage bucket (a private output).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skuserdp.mean._few_users import interpolated_balls, plan_interpolation
+    >>> X = np.random.default_rng(0).normal(5.0, 0.05, size=(3000, 64))
+    >>> plan = plan_interpolation(3000, 64, radius=0.6, epsilon=1.0, delta=1e-6,
+    ...                           n_blocks_side=2)
+    >>> p, n_garbage = interpolated_balls(X, plan, random_state=0)
+    >>> n_garbage, bool(np.linalg.norm(p - 5.0) <= plan.error_bound)
+    (0, True)
+    """
+    X = np.asarray(points, dtype=np.float64)
+    n, d = X.shape
+    rot_seed, block_seed = make_seed_sequence(random_state).spawn(2)
+    k2 = plan.n_blocks_side ** 2
+    if k2 == 1:
+        p, _ = ball_sampler(X, plan.block, random_state=block_seed)
+        return p, int(p is None)
+    rotation = RandomHadamardRotation(d, rot_seed)
+    Y = rotation.rotate(X)
+    width = plan.n_padded // k2
+    seeds = block_seed.spawn(k2)
+    parts = [np.ascontiguousarray(Y[:, b * width:(b + 1) * width]) for b in range(k2)]
+    if n_jobs in (None, 1):
+        outs = [ball_sampler(P, plan.block, random_state=s)
+                for P, s in zip(parts, seeds)]
+    else:
+        outs = Parallel(n_jobs=n_jobs)(delayed(ball_sampler)(P, plan.block, s)
+                                       for P, s in zip(parts, seeds))
+    n_garbage = sum(p is None for p, _ in outs)
+    if n_garbage:
+        return None, n_garbage
+    z = np.concatenate([p for p, _ in outs])
+    return rotation.unrotate(z[None, :])[0], 0

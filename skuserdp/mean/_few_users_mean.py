@@ -22,8 +22,10 @@ from ..utils._docstrings import fill_doc
 from ..utils._validation import check_center, check_positive_scalar
 from ._few_users import (
     ball_sampler,
+    interpolated_balls,
     median_of_balls,
     plan_ball_sampler,
+    plan_interpolation,
     plan_median_of_balls,
     robust_cap,
 )
@@ -77,19 +79,28 @@ def user_radius(radius, samples_per_user, n_users, robustness=0.25):
 
 
 def _plans(n, d, r, epsilon, delta, alpha, robustness, calibration, method):
-    if method in ("ball", "auto"):
-        ball = plan_ball_sampler(n, d, radius=r, epsilon=epsilon, delta=delta,
-                                 alpha=alpha, robustness=robustness,
-                                 calibration=calibration)
-        if method == "ball" or (ball.failure_bound <= alpha
-                                and ball.n_rounds <= AUTO_MAX_ROUNDS):
-            return "ball", ball
-    median = plan_median_of_balls(n, d, radius=r, epsilon=epsilon, delta=delta,
-                                  alpha=alpha, robustness=robustness,
-                                  calibration=calibration)
-    if method == "auto" and median.failure_bound > ball.failure_bound:
+    """(name, plan) of the method to run; public values only."""
+    kwargs = dict(radius=r, epsilon=epsilon, delta=delta, alpha=alpha,
+                  robustness=robustness, calibration=calibration)
+    if method == "ball":
+        return "ball", plan_ball_sampler(n, d, **kwargs)
+    if method == "median":
+        return "median", plan_median_of_balls(n, d, **kwargs)
+    if method == "interpolate":
+        return "interpolate", plan_interpolation(n, d, **kwargs)
+    # auto: the least error bound among plans meeting alpha (Algorithm 3's
+    # k = 1 is Algorithm 1); Algorithm 2 when Algorithm 1 would need more
+    # than AUTO_MAX_ROUNDS rounds; else the least failure bound.
+    interp = plan_interpolation(n, d, **kwargs)
+    if interp.n_blocks_side > 1 and interp.failure_bound <= alpha:
+        return "interpolate", interp
+    ball = interp.block
+    if ball.failure_bound <= alpha and ball.n_rounds <= AUTO_MAX_ROUNDS:
         return "ball", ball
-    return "median", median
+    median = plan_median_of_balls(n, d, **kwargs)
+    if median.failure_bound <= alpha or median.failure_bound < ball.failure_bound:
+        return "median", median
+    return "ball", ball
 
 
 def few_users_mean(user_means, *, epsilon, delta, radius, samples_per_user=None,
@@ -116,9 +127,11 @@ def few_users_mean(user_means, *, epsilon, delta, radius, samples_per_user=None,
         Target failure probability.
     robustness : float, default=0.25
         κ: fraction of users an adversary may replace, in ``(0, 1/2)``.
-    method : {"auto", "ball", "median"}, default="auto"
-        Algorithm 1, Algorithm 2, or Algorithm 1 unless its number of rounds
-        exceeds ``AUTO_MAX_ROUNDS`` or it cannot meet α.
+    method : {"auto", "ball", "median", "interpolate"}, default="auto"
+        Algorithm 1, 2 or 3; ``"auto"``: Algorithm 3 with ``k > 1`` blocks
+        if its error bound is smaller and it meets α, else Algorithm 1,
+        unless that needs more than ``AUTO_MAX_ROUNDS`` rounds (then
+        Algorithm 2).
     calibration : {"tight", "paper"}, default="tight"
         See :func:`skuserdp.mean._few_users.plan_ball_sampler`.
     random_state : int, RandomState, SeedSequence or None, default=None
@@ -166,8 +179,11 @@ def few_users_mean(user_means, *, epsilon, delta, radius, samples_per_user=None,
     name, plan = _plans(n, d, r, epsilon, delta, alpha, robustness, calibration,
                         method)
     if name == "ball":
-        location, outcome = ball_sampler(U, plan, random_state=random_state)
+        location, _ = ball_sampler(U, plan, random_state=random_state)
         n_garbage = int(location is None)
+    elif name == "interpolate":
+        location, n_garbage = interpolated_balls(U, plan, random_state=random_state,
+                                                 n_jobs=n_jobs)
     else:
         location, n_garbage = median_of_balls(U, plan, random_state=random_state,
                                               n_jobs=n_jobs)
@@ -216,12 +232,16 @@ class FewUsersBallEstimator(UserLevelMeanEstimator):
         (after seeing the data) without breaking the accuracy guarantee. The
         paper's 1/4 gives the cap 2n/3; κ close to 1/2 needs about
         ``1/(1 − 2κ)`` times more users.
-    method : {{"auto", "ball", "median"}}, default="auto"
+    method : {{"auto", "ball", "median", "interpolate"}}, default="auto"
         ``"ball"``: one run of Algorithm 1 (error ``R + r′``); ``"median"``:
         Algorithm 2, the median of ``k = O(log 1/α)`` runs at a split budget
         (fewer rounds for small α, error ``≈ √6 (R + r′)``, more users
-        needed); ``"auto"``: ``"ball"`` unless its mean number of rounds
-        exceeds 10⁵ or it cannot meet α.
+        needed); ``"interpolate"``: Algorithm 3, a random rotation and one
+        sampler in each of ``k²`` blocks of coordinates (error
+        ``≈ r′√(2 ln(2d′n/α))(1 + √d′/k)``: better than Algorithm 1 once
+        ``n ≳ √d·ln(1/δ)^{{3/2}}/ε``); ``"auto"``: the least error bound that
+        meets α, with Algorithm 2 instead of 1 when 1 would need more than
+        10⁵ rounds.
     {calibration}
         ``"tight"`` uses the exact privacy map of the sampler (about
         ``ε_a = ε/3``) and a number of rounds from a rigorous volume bound;
@@ -249,7 +269,7 @@ class FewUsersBallEstimator(UserLevelMeanEstimator):
     failure_probability_ : float
         Explicit bound on the probability of a larger error or garbage,
         computed from public values only.
-    method_ : {{"ball", "median"}}
+    method_ : {{"ball", "median", "interpolate"}}
         The algorithm run.
     n_users_ : int
         Number of users seen in ``fit``.
@@ -304,7 +324,7 @@ class FewUsersBallEstimator(UserLevelMeanEstimator):
         "samples_per_user": [None, Interval(Integral, 1, None, closed="left")],
         "alpha": [Interval(Real, 0, 1, closed="neither")],
         "robustness": [Interval(Real, 0, 0.5, closed="neither")],
-        "method": [StrOptions({"auto", "ball", "median"})],
+        "method": [StrOptions({"auto", "ball", "median", "interpolate"})],
         "fallback": [None, Real, "array-like"],
     }
 
