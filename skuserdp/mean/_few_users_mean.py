@@ -106,7 +106,7 @@ def _plans(n, d, r, epsilon, delta, alpha, robustness, calibration, method):
 def few_users_mean(user_means, *, epsilon, delta, radius, samples_per_user=None,
                    alpha=0.1, robustness=0.25, method="auto", calibration="tight",
                    random_state=None, n_jobs=None):
-    """EMN's few-users estimate of the location of per-user vectors.
+    """Estimate the location of per-user vectors from few users (EMN).
 
     Parameters
     ----------

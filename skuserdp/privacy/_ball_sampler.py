@@ -25,11 +25,6 @@ about ``(3ε_a, 4.25δ_a)`` — the paper's ε is conservative, its δ 6–19 %
 optimistic. Neither the data, nor the ball radius, nor the cap βn enter it.
 
 The unit of privacy is the user: replace-one neighbours, n public.
-
-References
-----------
-.. [EMN22] H. Esfandiari, V. Mirrokni and S. Narayanan. Tight and robust
-   private mean estimation with few users. ICML 2022 (arXiv:2110.11876).
 """
 
 import math

@@ -48,12 +48,29 @@ class BallSamplerLaw1D:
     q: float
 
     def breakpoints(self):
-        """Sorted ends of the intervals."""
+        """Sorted ends of the intervals.
+
+        Returns
+        -------
+        ends : ndarray
+            ``x_i ± R``, sorted, without repeats.
+        """
         return np.unique(np.concatenate([self.points - self.ball_radius,
                                          self.points + self.ball_radius]))
 
     def density(self, x):
-        """Density of the released point at ``x`` (vectorised)."""
+        """Density of the released point at ``x`` (vectorised).
+
+        Parameters
+        ----------
+        x : float or array-like
+            Where to evaluate.
+
+        Returns
+        -------
+        density : ndarray
+            The density (0 where no interval covers x).
+        """
         x = np.asarray(x, dtype=np.float64)
         lo = np.searchsorted(self.points, x - self.ball_radius, side="left")
         hi = np.searchsorted(self.points, x + self.ball_radius, side="right")
@@ -75,6 +92,7 @@ def ball_sampler_law_1d(points, plan):
     Returns
     -------
     law : BallSamplerLaw1D
+        The exact law: garbage atoms and the density of the released point.
 
     Examples
     --------
