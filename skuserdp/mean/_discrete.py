@@ -194,8 +194,9 @@ class DiscreteDistributionEstimator(UserLevelMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, 1) or (n_samples,)
-            One categorical value per row (strings, ints, ...). Not modified.
+        X : array-like of shape (n_samples, 1)
+            One categorical value per row (strings, ints, ...), as a single
+            column (e.g. a one-column DataFrame). Not modified.
         y : None
             Ignored (a :class:`~skuserdp.exceptions.YIgnoredWarning` is
             raised if given without ``groups``).
@@ -208,7 +209,10 @@ class DiscreteDistributionEstimator(UserLevelMixin, BaseEstimator):
         """
         _check_not_sparse(X)
         if np.ndim(X) == 1:
-            X = np.asarray(X).reshape(-1, 1)
+            raise ValueError(
+                "Expected a 2-d X with one column, got a 1-d array: use "
+                "X.reshape(-1, 1) (or series.to_frame() for a pandas Series)."
+            )
         X = validate_data(self, X, dtype=None, ensure_all_finite=False)
         if X.shape[1] != 1:
             raise ValueError(

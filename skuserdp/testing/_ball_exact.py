@@ -36,6 +36,16 @@ class BallSamplerLaw1D:
         The sampler's internal ε and its cap βn.
     q : float
         Single-round acceptance probability.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skuserdp.mean._few_users import plan_ball_sampler
+    >>> from skuserdp.testing import ball_sampler_law_1d
+    >>> plan = plan_ball_sampler(40, 1, radius=1.0, epsilon=1.0, delta=1e-6)
+    >>> law = ball_sampler_law_1d(np.linspace(0, 1, 40), plan)
+    >>> bool(law.density(0.5) > law.density(10.0) == 0.0)
+    True
     """
 
     p_g1: float
