@@ -58,6 +58,7 @@ The unit of privacy is the user: neighbouring datasets differ in all rows
 of one user (replace-one, n public).
 """
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -128,6 +129,7 @@ def robust_cap(robustness):
     return 1.0 - kappa - eta, eta, max(10.0, 2.0 / math.sqrt(eta))
 
 
+@functools.lru_cache(maxsize=1024)
 def ball_intersection_lower_bound(n_points, n_features, ratio):
     """Lower bound ρ_LB on ``Vol(∩ good balls)/V_B`` (spec §2.2).
 
@@ -498,6 +500,10 @@ def plan_median_of_balls(n_users, n_features, *, radius, epsilon, delta, alpha=0
         copy = plan_ball_sampler(n_users, n_features, radius=radius, epsilon=eps_c,
                                  delta=delta_c, alpha=MEDIAN_COPY_ALPHA,
                                  robustness=robustness, calibration=calibration)
+        if k > 1 and copy.failure_bound >= 0.4:
+            # Fewer than 60 % good copies on average: more copies (each with
+            # less budget, so worse) can only make the median less reliable.
+            break
         s = math.ceil(0.6 * k)
         fail = float(stats.binom.cdf(s - 1, k, 1.0 - copy.failure_bound))
         loss = copy.loss if k == 1 else compose_homogeneous(copy.loss, k, slack)

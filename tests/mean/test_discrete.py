@@ -171,3 +171,25 @@ def test_seeded_fits_repeat_and_unseeded_do_not():
         d = DiscreteDistributionEstimator(**kw).fit(X, groups=g)
     assert not np.array_equal(c.probabilities_, d.probabilities_)
     assert math.isclose(a.epsilon_, a.privacy_loss_.epsilon) or a.epsilon_ <= 1.0
+
+
+def _first_probability(est):
+    return float(est.probabilities_[0])
+
+
+@pytest.mark.parametrize("route,n_users,m", [("winsorized", 60, 4),
+                                             ("few_users", 60, 4)])
+def test_audit_finds_no_violation(route, n_users, m):
+    # Neighbours: every user all "a" vs one user switched to all "b" -- the
+    # largest move of one user's frequency vector.
+    from skuserdp.testing import audit_estimator
+
+    g = np.repeat(np.arange(n_users), m)
+    X = np.full((n_users * m, 1), "a", dtype=object)
+    Xp = X.copy()
+    Xp[:m] = "b"
+    est = DiscreteDistributionEstimator(classes=["a", "b"], samples_per_user=m,
+                                        route=route, delta=1e-3)
+    res = audit_estimator(est, X, Xp, groups=g, groups_prime=g, n_runs=1500,
+                          statistic=_first_probability, random_state=0)
+    assert not res.violation, str(res)
