@@ -504,10 +504,13 @@ def plan_median_of_balls(n_users, n_features, *, radius, epsilon, delta, alpha=0
             # Fewer than 60 % good copies on average: more copies (each with
             # less budget, so worse) can only make the median less reliable.
             break
-        s = math.ceil(0.6 * k)
-        fail = float(stats.binom.cdf(s - 1, k, 1.0 - copy.failure_bound))
-        loss = copy.loss if k == 1 else compose_homogeneous(copy.loss, k, slack)
-        err = math.sqrt(s / (s - k / 2.0)) * copy.error_bound
+        if k == 1:  # the median of one copy is the copy
+            fail, err, loss = copy.failure_bound, copy.error_bound, copy.loss
+        else:
+            s = math.ceil(0.6 * k)
+            fail = float(stats.binom.cdf(s - 1, k, 1.0 - copy.failure_bound))
+            loss = compose_homogeneous(copy.loss, k, slack)
+            err = math.sqrt(s / (s - k / 2.0)) * copy.error_bound
         plan = MedianPlan(copy=copy, n_copies=k, failure_bound=min(1.0, fail),
                           error_bound=err, loss=loss)
         if best is None or plan.failure_bound < best.failure_bound:

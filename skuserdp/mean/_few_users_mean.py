@@ -98,7 +98,8 @@ def _plans(n, d, r, epsilon, delta, alpha, robustness, calibration, method):
     if ball.failure_bound <= alpha and ball.n_rounds <= AUTO_MAX_ROUNDS:
         return "ball", ball
     median = plan_median_of_balls(n, d, **kwargs)
-    if median.failure_bound <= alpha or median.failure_bound < ball.failure_bound:
+    if median.n_copies > 1 and (median.failure_bound <= alpha
+                                or median.failure_bound < ball.failure_bound):
         return "median", median
     return "ball", ball
 
@@ -292,6 +293,12 @@ class FewUsersBallEstimator(UserLevelMeanEstimator):
 
     Notes
     -----
+    The number of sampler rounds is random and depends on the data (few
+    rounds when the users are concentrated, about N when they are spread):
+    the *run time* of ``fit`` reveals how concentrated the data are. The
+    released values are private; if the time is observable by the adversary,
+    pad it (e.g. to a fixed deadline).
+
     With n users the sampler needs ``n ≳ 8 ln(1/δ)/ε`` (e.g. about 100 at
     ε = 1, δ = 1e-5, for any d); below what privacy allows, ``fit`` raises
     with the smallest n that works. The error bound ``(max(√d, 2) + 1)·r′``
