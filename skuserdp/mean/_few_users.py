@@ -163,7 +163,11 @@ def ball_intersection_lower_bound(n_points, n_features, ratio):
     if c <= 1:
         raise ValueError(f"ratio must be > 1, got {ratio!r}.")
     best = d * math.log((c - 1.0) / c)
-    t = (c * c - 1.0) / 2.0 * np.linspace(1e-3, 1 - 1e-3, 400)
+    # The best t is O(1) in high dimension and O(c²) in low dimension: a
+    # geometric and a linear grid over (0, (c² − 1)/2).
+    t_max = (c * c - 1.0) / 2.0
+    t = np.concatenate([np.geomspace(1e-6 * t_max, t_max * (1 - 1e-3), 600),
+                        t_max * np.linspace(1e-3, 1 - 1e-3, 200)])
     s = np.sqrt(c * c - 1.0 - 2.0 * t)
     a = (d + 1) / 2.0
     tail = special.betainc(a, a, np.clip((1.0 - t / s) / 2.0, 0.0, 1.0))

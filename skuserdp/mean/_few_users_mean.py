@@ -174,10 +174,13 @@ def few_users_mean(user_means, *, epsilon, delta, radius, samples_per_user=None,
     n, d = U.shape
     radius = check_positive_scalar(radius, "radius")
     if samples_per_user is None:
-        r, concentration_failure = radius, 0.0
+        r, concentration_failure, alpha_item = radius, 0.0, alpha
     else:
+        # Spec §2.5: half of α for the sampler, half for the users'
+        # concentration (Markov + binomial).
         r, concentration_failure = user_radius(radius, samples_per_user, n, robustness)
-    name, plan = _plans(n, d, r, epsilon, delta, alpha, robustness, calibration,
+        alpha_item = alpha / 2.0
+    name, plan = _plans(n, d, r, epsilon, delta, alpha_item, robustness, calibration,
                         method)
     if name == "ball":
         location, _ = ball_sampler(U, plan, random_state=random_state)
@@ -269,15 +272,17 @@ class FewUsersBallEstimator(UserLevelMeanEstimator):
         ``error_bound_`` of the population mean.
     failure_probability_ : float
         Explicit bound on the probability of a larger error or garbage,
-        computed from public values only.
+        computed from public values only (with ``samples_per_user``: α/2 is
+        planned for the sampler and the users' concentration failure is
+        added).
     method_ : {{"ball", "median", "interpolate"}}
         The algorithm run.
     n_users_ : int
         Number of users seen in ``fit``.
     epsilon_, delta_ : float
         The (ε, δ) actually spent (``<=`` the targets).
-    rho_ : float
-        ``nan``: this mechanism has no zCDP guarantee.
+    rho_ : None
+        This mechanism has no zCDP guarantee.
     privacy_loss_ : ApproxDP
         The native guarantee of the release.
     n_features_in_ : int

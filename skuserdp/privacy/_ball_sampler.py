@@ -64,7 +64,8 @@ def ball_sampler_privacy(epsilon_a, delta_a):
     epsilon_a : float
         Internal ε of the sampler, in ``(0, 1/3]``.
     delta_a : float
-        Internal δ (garbage weight ``4/δ_a``), in ``(0, 1/3)``.
+        Internal δ (garbage weight ``4/δ_a``), in ``(0, 1/3)`` and small
+        enough that the guarantee's δ is below 1 (about ``δ_a < 0.23``).
 
     Returns
     -------
@@ -79,7 +80,13 @@ def ball_sampler_privacy(epsilon_a, delta_a):
     (0.3, 4.3375)
     """
     epsilon_a, delta_a = _check_internal(epsilon_a, delta_a)
-    return ApproxDP(*_privacy_map(epsilon_a, delta_a))
+    eps, delta = _privacy_map(epsilon_a, delta_a)
+    if delta >= 1:
+        raise ValueError(
+            f"delta_a={delta_a!r} is too large: the sampler's delta would be "
+            f"{delta:.3g} >= 1 (a vacuous guarantee)."
+        )
+    return ApproxDP(eps, delta)
 
 
 def _privacy_map(epsilon_a, delta_a):
@@ -147,7 +154,9 @@ def calibrate_ball_sampler(epsilon, delta, *, calibration="tight"):
         raise ValueError(
             f"calibration must be 'tight' or 'paper', got {calibration!r}."
         )
-    delta_0 = min(delta / 4.8, 0.3)
+    # δ_a also enters ε through ln(1/(1 − e^{ε_a}δ_a/4)) ≈ δ_a/4: keep that
+    # term below about ε/3 so that ε_a > 0 whatever (ε, δ).
+    delta_0 = min(delta / 4.8, 0.2, epsilon)
     if calibration == "paper":
         eps_a = min(epsilon / 4.0, BALL_SAMPLER_MAX_EPSILON)
     else:
@@ -158,7 +167,7 @@ def calibrate_ball_sampler(epsilon, delta, *, calibration="tight"):
         eps, dlt = _privacy_map(eps_a, x)
         return eps <= epsilon and dlt <= delta
 
-    return eps_a, _largest(meets, 0.3)
+    return eps_a, _largest(meets, delta_0 * 4.8 if delta_0 < 0.2 else 0.2)
 
 
 def ball_sampler_max_rounds(n_users, epsilon_a, delta_a, *, accept=1.0 / 3.0,

@@ -138,7 +138,8 @@ def ball_sampler_law_1d(points, plan):
     p_g2 = (1.0 - q) / ((N - 1.0) * q + 1.0)
     p_g1 = (1.0 - p_g2) * np.exp(log_g - log_z)
     # density(p) = (1 - P[G2]) e^{ε g(p)} / (2R Z)
-    scale = np.log1p(-p_g2) - np.log(2 * R) - (log_z + L)
+    with np.errstate(divide="ignore"):  # P[G2] = 1: density 0
+        scale = np.log1p(-p_g2) - np.log(2 * R) - (log_z + L)
     return BallSamplerLaw1D(p_g1=float(p_g1), p_g2=float(p_g2), points=x,
                             ball_radius=R, log_density_scale=float(scale),
                             epsilon_a=eps, cap=cap, q=float(q))
