@@ -1,0 +1,194 @@
+"""Person-level means under bounded k-th moments, one dimension (AKMMSU 2024, §3).
+
+Agarwal, Kamath, Majid, Mouzakis, Silver and Ullman, "Private Mean
+Estimation with Person-Level Differential Privacy" [AKM+24]_, §3.3
+(Algorithm 1, Theorem 3.10), §3.2 (clip-and-noise, Theorem 3.9) and §3.4
+(Theorem 3.14); spec ``akmmsu2024_person_level.md`` §2.1–2.3, §1.7, §6.
+
+Model: every user (person) has ``m`` i.i.d. samples of a distribution with
+mean μ and k-th central moment ``σ_k ≤ M`` (``moment_bound``); ``|μ| ≤ R``
+(``bound``) for the pure-DP coarse step. All of these are public
+assumptions: if they are false, only accuracy suffers.
+
+Pipeline (pure ε-DP, replace-one user neighbours, n public):
+
+1. Users are split by a random permutation drawn independently of the data
+   into a coarse group (``coarse_fraction`` of them) and a fine group.
+2. **Coarse** (Algorithm 1): the users' means are binned at width
+   ``r = 4M/√m`` over ``[−R − 2r, R + 2r]`` and one bin is chosen by an exact
+   exponential mechanism over *all* bins. skuserdp uses the median-type score
+   of :func:`~skuserdp.mechanisms.private_range` (sensitivity 1, exact
+   segment sampler) instead of the paper's histogram argmax: if at least
+   7/8 of the coarse users are within ``r`` of μ (Chebyshev: each user mean
+   is, except with probability ``M²/(m r²) = 1/16``), every bin entirely
+   outside ``μ ± r`` has score ``≥ 7n_c/8`` against ``≤ n_c/2`` for the
+   median bin, so the chosen midpoint is within ``u = 1.5r`` of μ except
+   with probability ``l·e^{−3εn_c/16}`` — the guarantee of Theorem 3.10.
+3. **Fine** (Theorem 3.14): the fine users' means are truncated to
+   ``μ_c ± ρ`` with ``ρ = u + ρ₀``,
+   ``ρ₀ = M·max(√((k − 1) max(1, ln m)/m), (n_f ε/ln(2/β))^{1/k}/m^{1−1/k})``
+   (the second term balances the clipping bias ``∝ ρ^{−(k−1)}`` against the
+   Laplace noise ``∝ ρ/(n_f ε)``; constants 1), summed on a lattice and
+   released with discrete Laplace noise of ℓ1 sensitivity ``2ρ`` per sum
+   (:func:`~skuserdp.mean.clip_noise_mean`).
+
+Privacy: the two stages see disjoint users chosen independently of the
+data, so by (adaptive) parallel composition (spec §1.7) the pipeline is
+ε-DP when each stage is (``calibration="tight"``). ``calibration="paper"``
+runs the paper's constants instead: halves of the users, ``r = 16M/√m``
+and ε/2 per stage with basic composition.
+"""
+
+import math
+
+import numpy as np
+
+from ..mechanisms import private_range
+from ..privacy import PureDP, compose, compose_parallel
+from ..utils._random import generator_from, make_seed_sequence
+from ..utils._validation import check_positive_scalar
+from ._clip_noise import clip_noise_mean
+
+__all__ = ["person_level_mean_1d", "fine_radius_1d"]
+
+
+def fine_radius_1d(n_fine, epsilon, *, moment_order, moment_bound, samples_per_user,
+                   beta=0.1):
+    """The fine stage's clipping radius ``ρ₀`` beyond the coarse error (Thm 3.14).
+
+    Parameters
+    ----------
+    n_fine : int
+        Users in the fine stage.
+    epsilon : float
+        ε of the fine stage.
+    moment_order : float
+        k ≥ 2.
+    moment_bound : float
+        M with ``σ_k ≤ M``.
+    samples_per_user : int
+        m.
+    beta : float, default=0.1
+        Failure probability of the noise bound.
+
+    Returns
+    -------
+    rho0 : float
+        ``M·max(√((k − 1) max(1, ln m)/m), (n ε/ln(2/β))^{1/k}/m^{1 − 1/k})``.
+
+    Examples
+    --------
+    >>> from skuserdp.mean._person_level import fine_radius_1d
+    >>> round(fine_radius_1d(1000, 1.0, moment_order=4, moment_bound=1.0,
+    ...                      samples_per_user=10), 4)
+    0.8311
+    """
+    k, m, M = float(moment_order), int(samples_per_user), float(moment_bound)
+    floor = math.sqrt((k - 1.0) * max(1.0, math.log(m)) / m)
+    balance = ((n_fine * epsilon / math.log(2.0 / beta)) ** (1.0 / k)
+               / m ** (1.0 - 1.0 / k))
+    return M * max(floor, balance)
+
+
+def person_level_mean_1d(values, *, epsilon, bound, moment_order=2.0, moment_bound=1.0,
+                         samples_per_user, beta=0.1, coarse_fraction=0.25,
+                         calibration="tight", random_state=None):
+    """Pure ε-DP person-level mean of one feature under bounded k-th moments.
+
+    Parameters
+    ----------
+    values : array-like of shape (n_users,)
+        One mean per user (of at least ``samples_per_user`` samples). Not
+        modified.
+    epsilon : float
+        Target ε, ``> 0``.
+    bound : float
+        Public R with ``|μ| ≤ R`` (the coarse step's range).
+    moment_order : float, default=2.0
+        Public k ≥ 2: the samples have a bounded k-th central moment.
+    moment_bound : float, default=1.0
+        Public M: ``(E|X − μ|^k)^{1/k} ≤ M``.
+    samples_per_user : int
+        Public m (every user has at least m samples).
+    beta : float, default=0.1
+        Failure probability used in the fine radius.
+    coarse_fraction : float, default=0.25
+        Share of users in the coarse stage (tight calibration; the paper's
+        is 1/2).
+    calibration : {"tight", "paper"}, default="tight"
+        See the module docstring.
+    random_state : int, RandomState, SeedSequence or None, default=None
+        Source of the split and of both mechanisms.
+
+    Returns
+    -------
+    mean : float
+        The private estimate.
+    loss : PureDP
+        The privacy loss (ε).
+    info : dict
+        Public facts: ``coarse_width`` r, ``coarse_error`` u, ``radius`` ρ,
+        ``n_coarse``, ``n_fine`` and ``center`` (the coarse estimate, a
+        private output).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skuserdp.mean._person_level import person_level_mean_1d
+    >>> rng = np.random.default_rng(0)
+    >>> S = 3.0 + rng.standard_t(5, size=(4000, 20)).mean(axis=1)
+    >>> mean, loss, info = person_level_mean_1d(
+    ...     S, epsilon=1.0, bound=100.0, moment_order=4, moment_bound=1.3,
+    ...     samples_per_user=20, random_state=0)
+    >>> round(mean, 1), loss.epsilon
+    (3.0, 1.0)
+    """
+    S = np.asarray(values, dtype=np.float64).ravel()
+    n = S.size
+    if n < 2:
+        raise ValueError("the person-level estimator needs at least 2 users.")
+    if not np.isfinite(S).all():
+        raise ValueError("values must be finite.")
+    epsilon = check_positive_scalar(epsilon, "epsilon")
+    R = check_positive_scalar(bound, "bound")
+    M = check_positive_scalar(moment_bound, "moment_bound")
+    if moment_order < 2:
+        raise ValueError(f"moment_order must be >= 2, got {moment_order!r}.")
+    m = int(samples_per_user)
+    if m < 1:
+        raise ValueError(f"samples_per_user must be >= 1, got {samples_per_user!r}.")
+    if calibration not in ("tight", "paper"):
+        raise ValueError(
+            f"calibration must be 'tight' or 'paper', got {calibration!r}."
+        )
+    if calibration == "paper":
+        share, width_factor, stage_eps = 0.5, 16.0, epsilon / 2.0
+    else:
+        if not 0 < coarse_fraction < 1:
+            raise ValueError(
+                f"coarse_fraction must be in (0, 1), got {coarse_fraction!r}."
+            )
+        share, width_factor, stage_eps = coarse_fraction, 4.0, epsilon
+    split_seed, coarse_seed, fine_seed = make_seed_sequence(random_state).spawn(3)
+    order = generator_from(split_seed).permutation(n)  # independent of the data
+    n_c = min(n - 1, max(1, math.ceil(share * n)))
+    coarse, fine = S[order[:n_c]], S[order[n_c:]]
+    r = width_factor * M / math.sqrt(m)
+    lower, upper = private_range(coarse, stage_eps, tau=r, bound=R + 2.0 * r,
+                                 bin_width=r, random_state=coarse_seed)
+    center = 0.5 * (lower + upper)
+    u = 1.5 * r if calibration == "tight" else 2.0 * r
+    rho = u + fine_radius_1d(fine.size, stage_eps, moment_order=moment_order,
+                             moment_bound=M, samples_per_user=m, beta=beta)
+    mean, fine_loss = clip_noise_mean(fine[:, None], epsilon=stage_eps, delta=0.0,
+                                      radius=rho, center=center,
+                                      random_state=fine_seed)
+    coarse_loss = PureDP(stage_eps)
+    if calibration == "paper":
+        loss = compose(coarse_loss, fine_loss)
+    else:
+        # Disjoint users, split independently of the data (spec §1.7).
+        loss = compose_parallel(coarse_loss, fine_loss)
+    info = dict(coarse_width=r, coarse_error=u, radius=rho, n_coarse=n_c,
+                n_fine=fine.size, center=center)
+    return float(mean[0]), loss, info

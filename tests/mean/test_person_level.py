@@ -1,0 +1,115 @@
+"""Person-level 1-D mean under bounded k-th moments (AKMMSU 2024, §3):
+accounting, coarse accuracy (Thm 3.10), rate in n, audit.
+
+Spec: shared/specs/akmmsu2024_person_level.md §2.1-2.3, §7 items 3-6.
+"""
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from skuserdp.mean._person_level import fine_radius_1d, person_level_mean_1d
+from skuserdp.privacy import PureDP
+from skuserdp.testing import epsilon_lower_bound
+
+# Student-t with 5 degrees of freedom: E|T|^4 = 3 nu^2 / ((nu-2)(nu-4)) = 25.
+T5_SIGMA4 = 25 ** 0.25
+
+
+def _t5_user_means(rng, n, m, mu=2.0):
+    return mu + rng.standard_t(5, size=(n, m)).mean(axis=1)
+
+
+@pytest.mark.parametrize("calibration", ["tight", "paper"])
+def test_spend_is_epsilon_in_both_calibrations(calibration):
+    S = _t5_user_means(np.random.default_rng(0), 500, 10)
+    _, loss, info = person_level_mean_1d(S, epsilon=0.7, bound=10.0, moment_order=4,
+                                         moment_bound=T5_SIGMA4, samples_per_user=10,
+                                         calibration=calibration, random_state=0)
+    assert loss == PureDP(0.7) or loss.epsilon == pytest.approx(0.7)
+    assert info["n_coarse"] + info["n_fine"] == 500
+    expected_share = 0.5 if calibration == "paper" else 0.25
+    assert info["n_coarse"] == math.ceil(expected_share * 500)
+    width = (16.0 if calibration == "paper" else 4.0) * T5_SIGMA4 / math.sqrt(10)
+    assert info["coarse_width"] == pytest.approx(width)
+
+
+def test_fine_radius_balances_bias_and_noise():
+    # Second term (n eps / ln(2/beta))^(1/k) / m^(1-1/k) wins for large n;
+    # the floor sqrt((k-1) ln m / m) for small n.
+    big = fine_radius_1d(10**6, 1.0, moment_order=4, moment_bound=2.0,
+                         samples_per_user=10)
+    assert big == pytest.approx(2.0 * (1e6 / math.log(20)) ** 0.25 / 10 ** 0.75)
+    small = fine_radius_1d(2, 0.01, moment_order=4, moment_bound=1.0,
+                           samples_per_user=100)
+    assert small == pytest.approx(math.sqrt(3 * math.log(100) / 100))
+
+
+def test_coarse_center_is_within_its_error_bound():
+    # Theorem 3.10 with our constants: each coarse user mean is within
+    # r = 4M/sqrt(m) of mu except w.p. <= 1/16 (Chebyshev); the chosen
+    # midpoint is within u = 1.5 r except w.p. <= P[> n_c/8 outliers] +
+    # l exp(-3 eps n_c / 16). n_c = 250: binomial tail P[Bin(250, 1/16) >
+    # 31] and l exp(-47) are both < 1e-3; 200 runs, so at most 2 misses is a
+    # generous binomial bound at level 1e-3.
+    rng = np.random.default_rng(1)
+    misses = 0
+    for s in range(200):
+        S = _t5_user_means(rng, 1000, 10)
+        _, _, info = person_level_mean_1d(S, epsilon=1.0, bound=1000.0, moment_order=4,
+                                          moment_bound=T5_SIGMA4, samples_per_user=10,
+                                          random_state=s)
+        misses += abs(info["center"] - 2.0) > info["coarse_error"]
+    assert stats.binom.sf(31, 250, 1 / 16) < 1e-3
+    assert misses <= 2
+
+
+def test_error_shrinks_with_users_and_beats_clipping_to_the_range():
+    # Theorem 3.14: error ~ sqrt(1/(mn)) + rho/(n eps); quadrupling n at
+    # least halves the median error (slope <= -1/2, with 25 % slack for
+    # Monte Carlo over 40 seeds).
+    rng = np.random.default_rng(2)
+    med = {}
+    for n in (2000, 8000):
+        errs = []
+        for s in range(40):
+            S = _t5_user_means(rng, n, 20)
+            est, _, _ = person_level_mean_1d(S, epsilon=1.0, bound=100.0,
+                                             moment_order=4, moment_bound=T5_SIGMA4,
+                                             samples_per_user=20, random_state=s)
+            errs.append(abs(est - S.mean()))
+        med[n] = np.median(errs)
+    assert med[8000] <= 0.5 * 1.25 * med[2000]
+    # Clip-and-noise to the public range [-100, 100] has noise scale
+    # 200/(n eps) = 0.025 at n = 8000; the person-level estimate is far below.
+    assert med[8000] < 0.2 * 200 / 8000
+
+
+def test_audit_finds_no_violation_on_a_far_user():
+    # Neighbours: 60 users at 0 vs one of them at the far end of the range.
+    S = np.zeros(60)
+    Sp = S.copy()
+    Sp[0] = 50.0
+    runs = 3000
+    kw = dict(epsilon=1.0, bound=50.0, moment_order=2, moment_bound=1.0,
+              samples_per_user=4)
+    a = [person_level_mean_1d(S, random_state=s, **kw)[0] for s in range(runs)]
+    b = [person_level_mean_1d(Sp, random_state=s, **kw)[0] for s in range(runs)]
+    res = epsilon_lower_bound(np.array(a), np.array(b), epsilon_claimed=1.0)
+    assert not res.violation, str(res)
+
+
+def test_bad_input():
+    S = np.zeros(10)
+    kw = dict(epsilon=1.0, bound=1.0, samples_per_user=4)
+    with pytest.raises(ValueError, match="moment_order"):
+        person_level_mean_1d(S, moment_order=1.5, **kw)
+    with pytest.raises(ValueError, match="finite"):
+        person_level_mean_1d(np.array([0.0, np.nan, 1.0]), **kw)
+    with pytest.raises(ValueError, match="2 users"):
+        person_level_mean_1d(np.zeros(1), **kw)
+    before = S.copy()
+    person_level_mean_1d(S, random_state=0, **kw)
+    assert np.array_equal(S, before)
