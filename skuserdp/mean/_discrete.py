@@ -126,8 +126,8 @@ class DiscreteDistributionEstimator(UserLevelMixin, BaseEstimator):
         Number of users.
     epsilon_, delta_ : float
         The (ε, δ) spent.
-    rho_ : float
-        zCDP parameter if the release has one, else ``nan``.
+    rho_ : float or None
+        zCDP parameter if the release has one, else None.
     privacy_loss_ : PureDP, ApproxDP or ZCDP
         Native guarantee of the release.
     n_features_in_ : int

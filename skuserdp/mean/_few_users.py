@@ -302,7 +302,7 @@ def plan_ball_sampler(n_users, n_features, *, radius, epsilon, delta, alpha=0.1,
         n_rounds = math.ceil(2.0 / (alpha * accept * rho))
     log_priv = ball_sampler_max_rounds(n, eps_a, delta_a, accept=accept,
                                        cap_fraction=beta)
-    # P1 holds for N <= N_priv, and N_priv >= 12 e^{-ε_a} >= 1 always, so
+    # P1 holds for N <= N_priv, and N_priv >= 4/(c_acc e^{ε_a}) >= 1 always, so
     # privacy never needs more users; a larger N is clamped (accuracy only).
     clamped = math.log(n_rounds) > log_priv
     if clamped:
@@ -395,8 +395,9 @@ def ball_sampler(points, plan, random_state=None):
     Returns
     -------
     point : ndarray of shape (n_features,) or None
-        The released point (on a grid of spacing about ``2^-20 R``), or
-        None for a garbage bucket.
+        The released point (snapped to a grid of spacing about ``2^-20 R``
+        while ``|x|/R ≲ 2^32``; beyond, the float grid is coarser), or None
+        for a garbage bucket.
     outcome : {"point", "G1", "G2"}
         What was released (part of the private output).
 

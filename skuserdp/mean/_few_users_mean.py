@@ -94,7 +94,9 @@ def _plans(n, d, r, epsilon, delta, alpha, robustness, calibration, method):
     interp = plan_interpolation(n, d, **kwargs)
     if interp.n_blocks_side > 1 and interp.failure_bound <= alpha:
         return "interpolate", interp
-    ball = interp.block
+    # interp.block is Algorithm 1's plan only when k = 1.
+    ball = (interp.block if interp.n_blocks_side == 1
+            else plan_ball_sampler(n, d, **kwargs))
     if ball.failure_bound <= alpha and ball.n_rounds <= AUTO_MAX_ROUNDS:
         return "ball", ball
     median = plan_median_of_balls(n, d, **kwargs)
@@ -138,7 +140,7 @@ def few_users_mean(user_means, *, epsilon, delta, radius, samples_per_user=None,
     random_state : int, RandomState, SeedSequence or None, default=None
         Source of randomness.
     n_jobs : int, default=None
-        Workers over the copies of Algorithm 2.
+        Workers over the copies of Algorithm 2 or the blocks of Algorithm 3.
 
     Returns
     -------
@@ -152,6 +154,14 @@ def few_users_mean(user_means, *, epsilon, delta, radius, samples_per_user=None,
         larger error or garbage), ``n_garbage`` (garbage copies, a private
         output).
 
+    Notes
+    -----
+    The run time depends on the data (few rounds on concentrated data, about
+    N on spread data); pad it if the adversary can observe it. Centre the
+    data by a *public* reference point when ``|x|/R`` is huge (beyond about
+    2^32 the offsets within a ball are no longer representable finely; at
+    2^51 the sampler degenerates to the float grid).
+
     Examples
     --------
     >>> import numpy as np
@@ -162,6 +172,11 @@ def few_users_mean(user_means, *, epsilon, delta, radius, samples_per_user=None,
     >>> bool(np.linalg.norm(loc - 50.0) <= info["error_bound"])
     True
     """
+    if method not in ("auto", "ball", "median", "interpolate"):
+        raise ValueError(
+            "method must be 'auto', 'ball', 'median' or 'interpolate', got "
+            f"{method!r}."
+        )
     U = np.array(user_means, dtype=np.float64)  # a copy: rows may be sanitised
     if U.ndim != 2:
         raise ValueError(f"user_means must be 2-d, got shape {U.shape}.")
@@ -304,11 +319,16 @@ class FewUsersBallEstimator(UserLevelMeanEstimator):
     released values are private; if the time is observable by the adversary,
     pad it (e.g. to a fixed deadline).
 
-    With n users the sampler needs ``n ≳ 8 ln(1/δ)/ε`` (e.g. about 100 at
-    ε = 1, δ = 1e-5, for any d); below what privacy allows, ``fit`` raises
-    with the smallest n that works. The error bound ``(max(√d, 2) + 1)·r′``
-    does not shrink with n: this estimator is for the few-users regime,
-    where clip-and-noise methods need a public centre or fail.
+    The sampler is private for every n, but accurate only from about
+    ``8 ln(1/δ)/ε`` users on (e.g. about 100 at ε = 1, δ = 1e-5, for any d);
+    below that ``fit`` warns (:class:`~skuserdp.exceptions.AccuracyWarning`)
+    and usually returns the fallback. Algorithms 1 and 2 have the error
+    bound ``(max(√d, 2) + 1)·r′``, which does not shrink with n;
+    Algorithm 3 (chosen by ``"auto"`` once it is better) shrinks it by up to
+    ``√d`` for ``n ≳ √d·ln(1/δ)^{{3/2}}/ε``. This estimator is for few users
+    and an unknown location, where clip-and-noise methods need a public
+    centre or fail. Centre the data by a public point if ``|x|`` is huge
+    compared with ``r′`` (floating point).
 
     References
     ----------

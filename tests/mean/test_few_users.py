@@ -1114,3 +1114,18 @@ def test_audit_d16_no_violation(pair):
     res = audit_estimator(est, X, Xp, groups=g, groups_prime=g, n_runs=2500,
                           random_state=1, n_jobs=2)
     assert not res.violation, str(res)
+
+
+def test_auto_never_runs_a_block_plan_as_algorithm_1():
+    # Regression (review F1): when Algorithm 3's best plan has k > 1 blocks
+    # but misses alpha, "auto" must fall back to a full-dimension plan, not
+    # to one block's plan (which crashed with a shape error).
+    X = np.random.default_rng(0).normal(size=(74, 4))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", AccuracyWarning)
+        est = FewUsersBallEstimator(epsilon=6.0, delta=0.01, radius=1.0,
+                                    alpha=2.8e-8, random_state=0)
+        est.fit(X, groups=np.arange(74))
+    assert est.mean_.shape == (4,)
+    with pytest.raises(ValueError, match="method"):
+        few_users_mean(X, epsilon=1.0, delta=1e-6, radius=1.0, method="balls")
