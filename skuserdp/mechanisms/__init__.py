@@ -15,6 +15,7 @@ from ._additive import (
 from ._exponential import exponential_mechanism, gumbel_max
 from ._private_range import private_range, private_range_window
 from ._rotation import RandomHadamardRotation, fwht, padded_dimension
+from ._stability_histogram import stability_histogram_argmax
 from ._lattice import choose_grid, encode_contributions, exact_sum, round_to_grid
 from ._samplers import (
     round_up_fraction,
@@ -39,6 +40,7 @@ __all__ = [
     "round_to_grid",
     "private_range",
     "private_range_window",
+    "stability_histogram_argmax",
     "fwht",
     "padded_dimension",
     "RandomHadamardRotation",

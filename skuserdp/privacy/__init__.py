@@ -13,6 +13,7 @@ from ._ball_sampler import (
     calibrate_ball_sampler,
 )
 from ._budget import ZCDP, ApproxDP, PureDP
+from ._stability import stability_histogram_privacy, stability_histogram_threshold
 from ._composition import (
     adaptive_query_budget,
     advanced_composition_step,
@@ -88,4 +89,6 @@ __all__ = [
     "ball_sampler_privacy",
     "calibrate_ball_sampler",
     "ball_sampler_max_rounds",
+    "stability_histogram_threshold",
+    "stability_histogram_privacy",
 ]
