@@ -43,13 +43,22 @@ import math
 
 import numpy as np
 
-from ..mechanisms import private_range
-from ..privacy import PureDP, compose, compose_parallel
+from ..mechanisms import private_range, stability_histogram_argmax
+from ..privacy import (
+    ZCDP,
+    PureDP,
+    advanced_composition_step,
+    compose,
+    compose_homogeneous,
+    compose_parallel,
+    zcdp_to_approx_dp,
+)
 from ..utils._random import generator_from, make_seed_sequence
 from ..utils._validation import check_positive_scalar
 from ._clip_noise import clip_noise_mean
 
-__all__ = ["person_level_mean_1d", "fine_radius_1d"]
+__all__ = ["person_level_mean_1d", "fine_radius_1d", "coarse_estimate", "tcn_radii",
+           "person_level_mean"]
 
 
 def fine_radius_1d(n_fine, epsilon, *, moment_order, moment_bound, samples_per_user,
@@ -192,3 +201,194 @@ def person_level_mean_1d(values, *, epsilon, bound, moment_order=2.0, moment_bou
     info = dict(coarse_width=r, coarse_error=u, radius=rho, n_coarse=n_c,
                 n_fine=fine.size, center=center)
     return float(mean[0]), loss, info
+
+
+def coarse_estimate(user_means, *, epsilon, delta, moment_bound, samples_per_user,
+                    random_state=None):
+    """(ε, δ)-DP coordinate-wise coarse location (AKMMSU Thm 4.19, spec §2.6).
+
+    Every coordinate runs the stability histogram
+    (:func:`~skuserdp.mechanisms.stability_histogram_argmax`) at width
+    ``r′ = 4M/√m`` on an unbounded grid (no range bound needed), with the
+    per-coordinate budget of the better of basic composition (ε/d, δ/d) and
+    advanced composition (slack δ/2, δ/(2d) each). Each coordinate's user
+    means are within ``r′`` of μ's coordinate except with probability 1/16
+    (Chebyshev), so each kept bucket midpoint is within ``1.5r′`` and the
+    estimate within ``γ₀ = 1.5r′√d = 6M√(d/m)`` (public). A coordinate with
+    no kept bucket falls back to 0 (public; reported).
+
+    Parameters
+    ----------
+    user_means : ndarray of shape (n_users, n_features)
+    epsilon, delta : float
+        Guarantee of the whole step; ``delta`` in ``(0, 1)``.
+    moment_bound : float
+        M.
+    samples_per_user : int
+        m.
+    random_state : int, RandomState, SeedSequence or None, default=None
+
+    Returns
+    -------
+    center : ndarray of shape (n_features,)
+    loss : ApproxDP
+    n_failed : int
+        Coordinates with no kept bucket (a private output).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skuserdp.mean._person_level import coarse_estimate
+    >>> U = np.random.default_rng(0).normal(50.0, 0.3, size=(2000, 4))
+    >>> c, loss, failed = coarse_estimate(U, epsilon=1.0, delta=1e-6,
+    ...                                   moment_bound=1.0, samples_per_user=10,
+    ...                                   random_state=0)
+    >>> failed, bool(np.abs(c - 50.0).max() <= 1.5 * 4 / 10 ** 0.5)
+    (0, True)
+    """
+    U = np.asarray(user_means, dtype=np.float64)
+    d = U.shape[1]
+    width = 4.0 * moment_bound / math.sqrt(int(samples_per_user))
+    basic = (epsilon / d, delta / d)
+    if d > 1:
+        advanced = (advanced_composition_step(epsilon, delta / 2.0, d),
+                    delta / (2.0 * d))
+    else:
+        advanced = basic
+    eps0, delta0 = max(basic, advanced)
+    mids, step_loss = stability_histogram_argmax(U.T, epsilon=eps0, delta=delta0,
+                                                 width=width, random_state=random_state)
+    failed = np.isnan(mids)
+    mids[failed] = 0.0
+    if d == 1:
+        loss = step_loss
+    elif (eps0, delta0) == basic:
+        loss = compose(*([step_loss] * d))
+    else:
+        loss = compose_homogeneous(step_loss, d, delta / 2.0)
+    return mids, loss, int(failed.sum())
+
+
+def tcn_radii(n_features, *, moment_order, moment_bound, samples_per_user,
+              max_layers=64):
+    """Clipping radii of the Threaded Clip-and-Noise layers (spec §2.5 OUR CHOICE).
+
+    ``ρ_floor = M·max(2√(d max(1, ln m)/m), 12√(d/m))`` (twice the coarse
+    bound ``γ₀ = 6M√(d/m)``), ``r_t = M d^{1/2 + 1/(2k(k+1)^{t−1})}/m^{1−1/k}``;
+    layers ``t < T`` use ``max(r_t, ρ_floor)``, the last ``ρ_floor``, with
+    ``T = 1 + #{t ≥ 1 : r_t ≥ ρ_floor}`` (capped).
+
+    Returns
+    -------
+    radii : list of float
+        One radius per layer (length T).
+
+    Examples
+    --------
+    >>> from skuserdp.mean._person_level import tcn_radii
+    >>> len(tcn_radii(10, moment_order=4, moment_bound=1.0, samples_per_user=10))
+    1
+    >>> radii = tcn_radii(10**5, moment_order=2, moment_bound=1.0,
+    ...                   samples_per_user=4)
+    >>> len(radii) > 1
+    True
+    """
+    d, m = int(n_features), int(samples_per_user)
+    k, M = float(moment_order), float(moment_bound)
+    floor = M * max(2.0 * math.sqrt(d * max(1.0, math.log(m)) / m),
+                    12.0 * math.sqrt(d / m))
+    radii = []
+    for t in range(1, max_layers):
+        log_r = ((0.5 + 1.0 / (2.0 * k * (k + 1.0) ** (t - 1))) * math.log(d)
+                 - (1.0 - 1.0 / k) * math.log(m) + math.log(M))
+        if log_r < math.log(floor):
+            break
+        radii.append(math.exp(log_r))
+    return radii + [floor]
+
+
+def person_level_mean(user_means, *, epsilon, delta, moment_order=2.0,
+                      moment_bound=1.0, samples_per_user, random_state=None):
+    """(ε, δ)-DP person-level mean in d dimensions (AKMMSU Algorithm 4, tight).
+
+    Three disjoint groups of users, drawn by a data-independent permutation:
+    coarse location (:func:`coarse_estimate`), Threaded Clip-and-Noise
+    (layers on disjoint consecutive blocks, each clipping in ℓ2 around the
+    previous layer's output with the radii of :func:`tcn_radii`), and a
+    final clip-and-noise around the TCN output with radius
+    ``ρ* = max(ρ_T, M n_V^{1/k} ε^{1/k} d^{1/2−1/k}/(ln^{1/(2k)}(1/δ) m^{1−1/k}))``.
+    Every stage and layer sees disjoint users and spends the full (ε, δ)
+    (adaptive parallel composition, spec §1.7); the Gaussian noise is the
+    lattice discrete Gaussian of :func:`~skuserdp.mean.clip_noise_mean`.
+
+    Parameters
+    ----------
+    user_means : ndarray of shape (n_users, n_features)
+        One mean per user. Not modified.
+    epsilon, delta : float
+        Target guarantee, ``delta`` in ``(0, 1)``.
+    moment_order : float, default=2.0
+        k ≥ 2.
+    moment_bound : float, default=1.0
+        M: every direction's k-th central moment is at most ``M^k``.
+    samples_per_user : int
+        m.
+    random_state : int, RandomState, SeedSequence or None, default=None
+
+    Returns
+    -------
+    mean : ndarray of shape (n_features,)
+    loss : PureDP, ApproxDP or ZCDP
+        The guarantee (the maximum over the disjoint stages).
+    info : dict
+        Public facts: ``radii`` (TCN layers), ``final_radius``, group sizes,
+        ``coarse_failed`` (coordinates without a kept bucket; private
+        output).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skuserdp.mean._person_level import person_level_mean
+    >>> rng = np.random.default_rng(0)
+    >>> U = 5.0 + rng.standard_t(5, size=(6000, 10, 8)).mean(axis=1)
+    >>> mean, loss, info = person_level_mean(U, epsilon=1.0, delta=1e-6,
+    ...                                      moment_order=4, moment_bound=1.5,
+    ...                                      samples_per_user=10, random_state=0)
+    >>> bool(np.linalg.norm(mean - 5.0) < 0.5), len(info["radii"])
+    (True, 1)
+    """
+    U = np.asarray(user_means, dtype=np.float64)
+    if U.ndim != 2:
+        raise ValueError(f"user_means must be 2-d, got shape {U.shape}.")
+    n, d = U.shape
+    if n < 3:
+        raise ValueError("Algorithm 4 needs at least 3 users.")
+    if not 0 < delta < 1:
+        raise ValueError(f"delta must be in (0, 1), got {delta!r}.")
+    k, M, m = float(moment_order), float(moment_bound), int(samples_per_user)
+    seeds = make_seed_sequence(random_state).spawn(4)
+    order = generator_from(seeds[0]).permutation(n)  # independent of the data
+    third = n // 3
+    Y, P, V = U[order[:third]], U[order[third:2 * third]], U[order[2 * third:]]
+    center, coarse_loss, n_failed = coarse_estimate(
+        Y, epsilon=epsilon, delta=delta, moment_bound=M, samples_per_user=m,
+        random_state=seeds[1])
+    radii = tcn_radii(d, moment_order=k, moment_bound=M, samples_per_user=m)
+    blocks = np.array_split(np.arange(P.shape[0]), len(radii))
+    layer_seeds = seeds[2].spawn(len(radii))
+    losses = [coarse_loss]
+    for rows, rho, seed in zip(blocks, radii, layer_seeds):
+        center, loss = clip_noise_mean(P[rows], epsilon=epsilon, delta=delta,
+                                       radius=rho, center=center, random_state=seed)
+        losses.append(loss)
+    balance = (M * (V.shape[0] * epsilon) ** (1 / k) * d ** (0.5 - 1 / k)
+               / (math.log(1 / delta) ** (1 / (2 * k)) * m ** (1 - 1 / k)))
+    final_radius = max(radii[-1], balance)
+    mean, loss = clip_noise_mean(V, epsilon=epsilon, delta=delta, radius=final_radius,
+                                 center=center, random_state=seeds[3])
+    losses.append(loss)
+    approx = [zcdp_to_approx_dp(x.rho, delta) if isinstance(x, ZCDP) else x
+              for x in losses]
+    info = dict(radii=radii, final_radius=final_radius, n_coarse=Y.shape[0],
+                n_tcn=P.shape[0], n_final=V.shape[0], coarse_failed=n_failed)
+    return mean, compose_parallel(*approx), info

@@ -10,8 +10,14 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from skuserdp.mean._person_level import fine_radius_1d, person_level_mean_1d
-from skuserdp.privacy import PureDP
+from skuserdp.mean._person_level import (
+    coarse_estimate,
+    fine_radius_1d,
+    person_level_mean,
+    person_level_mean_1d,
+    tcn_radii,
+)
+from skuserdp.privacy import ApproxDP, PureDP
 from skuserdp.testing import epsilon_lower_bound
 
 # Student-t with 5 degrees of freedom: E|T|^4 = 3 nu^2 / ((nu-2)(nu-4)) = 25.
@@ -113,3 +119,72 @@ def test_bad_input():
     before = S.copy()
     person_level_mean_1d(S, random_state=0, **kw)
     assert np.array_equal(S, before)
+
+
+# ------------------------------------------------------- d dimensions (Alg 4)
+
+
+def _meets(loss, eps, delta):
+    return loss.epsilon <= eps * (1 + 1e-12) and loss.delta <= delta * (1 + 1e-12)
+
+
+@pytest.mark.parametrize("d", [1, 4, 64])
+def test_coarse_estimate_is_within_gamma0_and_charged(d):
+    # Per coordinate: users within r' = 4/sqrt(m) except w.p. 1/16; the kept
+    # bucket's midpoint within 1.5 r'. Over 30 runs with n = 3000 every
+    # coordinate succeeds (the failure probabilities are below 1e-6).
+    rng = np.random.default_rng(d)
+    m = 10
+    for s in range(30):
+        U = 7.0 + rng.standard_t(5, size=(3000, d)) / math.sqrt(m) * 0.8
+        c, loss, failed = coarse_estimate(U, epsilon=1.0, delta=1e-6,
+                                          moment_bound=1.0, samples_per_user=m,
+                                          random_state=s)
+        assert failed == 0
+        assert np.abs(c - 7.0).max() <= 1.5 * 4 / math.sqrt(m)
+        assert _meets(loss, 1.0, 1e-6)
+
+
+def test_tcn_radii_follow_the_recursion():
+    # T = 1 for typical (d, m, k); several layers, decreasing, for k = 2,
+    # d = 1e5, m = 4 (spec §7 item 8).
+    assert len(tcn_radii(100, moment_order=4, moment_bound=1.0,
+                         samples_per_user=10)) == 1
+    radii = tcn_radii(10**5, moment_order=2, moment_bound=1.0, samples_per_user=4)
+    assert len(radii) >= 2 and all(a > b for a, b in zip(radii, radii[1:]))
+    assert radii[0] == pytest.approx(1e5 ** 0.75 / 4 ** 0.5)
+    assert radii[-1] == pytest.approx(12 * math.sqrt(1e5 / 4))
+
+
+def test_person_level_mean_accuracy_and_spend():
+    # Student-t (5 dof) rows, k = 4, M = 25^(1/4); d = 8, m = 20, n = 6000.
+    rng = np.random.default_rng(3)
+    d, m, n = 8, 20, 6000
+    errs = []
+    for s in range(10):
+        U = -3.0 + rng.standard_t(5, size=(n, m, d)).mean(axis=1)
+        mean, loss, info = person_level_mean(U, epsilon=1.0, delta=1e-6,
+                                             moment_order=4, moment_bound=T5_SIGMA4,
+                                             samples_per_user=m, random_state=s)
+        assert _meets(loss, 1.0, 1e-6) and isinstance(loss, ApproxDP)
+        assert info["n_coarse"] + info["n_tcn"] + info["n_final"] == n
+        errs.append(np.linalg.norm(mean - U.mean(axis=0)))
+    # Final stage noise: Gaussian, l2 sensitivity 2 rho*/n_V, about
+    # 2 * rho* * sqrt(d) * 5 / (n_V eps) in norm; sampling error is ~0.
+    bound = 2 * info["final_radius"] * math.sqrt(d) * 5.3 / info["n_final"]
+    assert np.median(errs) < bound
+
+
+def test_person_level_mean_audit_finds_no_violation():
+    rng = np.random.default_rng(4)
+    U = rng.normal(size=(90, 3)) * 0.1
+    Up = U.copy()
+    Up[0] = 80.0
+    kw = dict(epsilon=1.0, delta=1e-3, moment_order=2, samples_per_user=4)
+    direction = np.ones(3) / math.sqrt(3)
+    a = [person_level_mean(U, random_state=s, **kw)[0] @ direction for s in range(1500)]
+    b = [person_level_mean(Up, random_state=s, **kw)[0] @ direction
+         for s in range(1500)]
+    res = epsilon_lower_bound(np.array(a), np.array(b), delta=1e-3,
+                              epsilon_claimed=1.0)
+    assert not res.violation, str(res)
