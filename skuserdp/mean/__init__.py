@@ -2,6 +2,7 @@
 
 from ._clip_noise import ClipNoiseMeanEstimator, clip_noise_mean
 from ._discrete import DiscreteDistributionEstimator
+from ._threaded import ThreadedClipNoiseEstimator
 from ._few_users_mean import FewUsersBallEstimator, few_users_mean
 from ._winsorized import WinsorizedPlan, plan_winsorized_mean, winsorized_mean_from_plan
 from ._winsorized_mean import (
@@ -15,6 +16,7 @@ __all__ = [
     "WinsorizedMeanEstimator",
     "FewUsersBallEstimator",
     "DiscreteDistributionEstimator",
+    "ThreadedClipNoiseEstimator",
     "clip_noise_mean",
     "few_users_mean",
     "winsorized_mean",

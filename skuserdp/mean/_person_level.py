@@ -40,17 +40,19 @@ and ε/2 per stage with basic composition.
 """
 
 import math
+import warnings
 
 import numpy as np
 
+from ..exceptions import AccuracyWarning
 from ..mechanisms import private_range, stability_histogram_argmax
 from ..privacy import (
-    ZCDP,
     PureDP,
     advanced_composition_step,
     compose,
     compose_homogeneous,
     compose_parallel,
+    stability_histogram_threshold,
     zcdp_to_approx_dp,
 )
 from ..utils._random import generator_from, make_seed_sequence
@@ -204,7 +206,7 @@ def person_level_mean_1d(values, *, epsilon, bound, moment_order=2.0, moment_bou
 
 
 def coarse_estimate(user_means, *, epsilon, delta, moment_bound, samples_per_user,
-                    random_state=None):
+                    width_factor=4.0, random_state=None):
     """(ε, δ)-DP coordinate-wise coarse location (AKMMSU Thm 4.19, spec §2.6).
 
     Every coordinate runs the stability histogram
@@ -226,6 +228,8 @@ def coarse_estimate(user_means, *, epsilon, delta, moment_bound, samples_per_use
         M.
     samples_per_user : int
         m.
+    width_factor : float, default=4.0
+        Bucket width in units of ``M/√m`` (the paper's is 16).
     random_state : int, RandomState, SeedSequence or None, default=None
 
     Returns
@@ -248,7 +252,7 @@ def coarse_estimate(user_means, *, epsilon, delta, moment_bound, samples_per_use
     """
     U = np.asarray(user_means, dtype=np.float64)
     d = U.shape[1]
-    width = 4.0 * moment_bound / math.sqrt(int(samples_per_user))
+    width = width_factor * moment_bound / math.sqrt(int(samples_per_user))
     basic = (epsilon / d, delta / d)
     if d > 1:
         advanced = (advanced_composition_step(epsilon, delta / 2.0, d),
@@ -256,6 +260,14 @@ def coarse_estimate(user_means, *, epsilon, delta, moment_bound, samples_per_use
     else:
         advanced = basic
     eps0, delta0 = max(basic, advanced)
+    threshold = stability_histogram_threshold(eps0, delta0)[1]
+    if U.shape[0] < threshold:
+        warnings.warn(
+            f"{U.shape[0]} users are too few for the coarse step: a bucket needs "
+            f"a noisy count of at least {threshold} to be released at this "
+            "per-coordinate budget, so every coordinate falls back to 0 (a public "
+            "default). Privacy is unaffected; use more users, a larger epsilon "
+            "or delta.", AccuracyWarning, stacklevel=3)
     mids, step_loss = stability_histogram_argmax(U.T, epsilon=eps0, delta=delta0,
                                                  width=width, random_state=random_state)
     failed = np.isnan(mids)
@@ -308,18 +320,26 @@ def tcn_radii(n_features, *, moment_order, moment_bound, samples_per_user,
 
 
 def person_level_mean(user_means, *, epsilon, delta, moment_order=2.0,
-                      moment_bound=1.0, samples_per_user, random_state=None):
-    """(ε, δ)-DP person-level mean in d dimensions (AKMMSU Algorithm 4, tight).
+                      moment_bound=1.0, samples_per_user, n_threads="auto",
+                      calibration="tight", random_state=None):
+    """(ε, δ)-DP person-level mean in d dimensions (AKMMSU Algorithm 4).
 
     Three disjoint groups of users, drawn by a data-independent permutation:
     coarse location (:func:`coarse_estimate`), Threaded Clip-and-Noise
     (layers on disjoint consecutive blocks, each clipping in ℓ2 around the
     previous layer's output with the radii of :func:`tcn_radii`), and a
     final clip-and-noise around the TCN output with radius
-    ``ρ* = max(ρ_T, M n_V^{1/k} ε^{1/k} d^{1/2−1/k}/(ln^{1/(2k)}(1/δ) m^{1−1/k}))``.
-    Every stage and layer sees disjoint users and spends the full (ε, δ)
-    (adaptive parallel composition, spec §1.7); the Gaussian noise is the
-    lattice discrete Gaussian of :func:`~skuserdp.mean.clip_noise_mean`.
+    ``ρ* = max(M√(d max(1, ln m)/m),
+    M n_V^{1/k} ε^{1/k} d^{1/2−1/k}/(ln^{1/(2k)}(1/δ) m^{1−1/k}))`` plus a
+    public 95 % bound on the norm of the TCN output's noise.
+    Tight calibration: every stage and layer sees disjoint users and spends
+    the full (ε, δ) (adaptive parallel composition, spec §1.7). Paper
+    calibration: (ε/2, δ/2) for the coarse step (bucket width ``16M/√m``),
+    (ε/4, δ/4) for TCN split over its layers by advanced composition
+    (computed exactly, not the paper's √6 form, spec §1.4), (ε/4, δ/4) for
+    the final step with the paper's floor ``M√(d/m)`` for ρ*; basic
+    composition of the three. The Gaussian noise is the lattice discrete
+    Gaussian of :func:`~skuserdp.mean.clip_noise_mean` in both.
 
     Parameters
     ----------
@@ -333,6 +353,11 @@ def person_level_mean(user_means, *, epsilon, delta, moment_order=2.0,
         M: every direction's k-th central moment is at most ``M^k``.
     samples_per_user : int
         m.
+    n_threads : "auto" or int, default="auto"
+        Number of TCN layers T: ``"auto"`` from :func:`tcn_radii`; an int
+        caps it (the last layer always uses the floor radius).
+    calibration : {"tight", "paper"}, default="tight"
+        See above.
     random_state : int, RandomState, SeedSequence or None, default=None
 
     Returns
@@ -366,29 +391,63 @@ def person_level_mean(user_means, *, epsilon, delta, moment_order=2.0,
     if not 0 < delta < 1:
         raise ValueError(f"delta must be in (0, 1), got {delta!r}.")
     k, M, m = float(moment_order), float(moment_bound), int(samples_per_user)
+    paper = calibration == "paper"
+    if calibration not in ("tight", "paper"):
+        raise ValueError(
+            f"calibration must be 'tight' or 'paper', got {calibration!r}."
+        )
     seeds = make_seed_sequence(random_state).spawn(4)
     order = generator_from(seeds[0]).permutation(n)  # independent of the data
     third = n // 3
     Y, P, V = U[order[:third]], U[order[third:2 * third]], U[order[2 * third:]]
+    coarse_budget = (epsilon / 2, delta / 2) if paper else (epsilon, delta)
     center, coarse_loss, n_failed = coarse_estimate(
-        Y, epsilon=epsilon, delta=delta, moment_bound=M, samples_per_user=m,
+        Y, epsilon=coarse_budget[0], delta=coarse_budget[1], moment_bound=M,
+        samples_per_user=m, width_factor=16.0 if paper else 4.0,
         random_state=seeds[1])
     radii = tcn_radii(d, moment_order=k, moment_bound=M, samples_per_user=m)
-    blocks = np.array_split(np.arange(P.shape[0]), len(radii))
-    layer_seeds = seeds[2].spawn(len(radii))
-    losses = [coarse_loss]
+    if n_threads != "auto":
+        radii = radii[:max(int(n_threads), 1) - 1] + radii[-1:]
+    L = len(radii)
+    if not paper:
+        layer_budget = (epsilon, delta)
+    elif L == 1:
+        layer_budget = (epsilon / 4, delta / 4)
+    else:
+        layer_budget = (advanced_composition_step(epsilon / 4, delta / 8, L),
+                        delta / (8 * L))
+    blocks = np.array_split(np.arange(P.shape[0]), L)
+    layer_seeds = seeds[2].spawn(L)
+    layer_losses = []
     for rows, rho, seed in zip(blocks, radii, layer_seeds):
-        center, loss = clip_noise_mean(P[rows], epsilon=epsilon, delta=delta,
-                                       radius=rho, center=center, random_state=seed)
-        losses.append(loss)
-    balance = (M * (V.shape[0] * epsilon) ** (1 / k) * d ** (0.5 - 1 / k)
-               / (math.log(1 / delta) ** (1 / (2 * k)) * m ** (1 - 1 / k)))
-    final_radius = max(radii[-1], balance)
-    mean, loss = clip_noise_mean(V, epsilon=epsilon, delta=delta, radius=final_radius,
-                                 center=center, random_state=seeds[3])
-    losses.append(loss)
-    approx = [zcdp_to_approx_dp(x.rho, delta) if isinstance(x, ZCDP) else x
-              for x in losses]
+        center, loss = clip_noise_mean(P[rows], epsilon=layer_budget[0],
+                                       delta=layer_budget[1], radius=rho,
+                                       center=center, random_state=seed)
+        layer_losses.append(zcdp_to_approx_dp(loss.rho, layer_budget[1]))
+    # Public bound on the last layer's noise (Gaussian of per-coordinate sd
+    # ≈ (2ρ_T/n_T)/√(2ρ_zCDP), norm ≤ sd(√d + √(2 ln 20)) w.p. 0.95).
+    noise_sd = 2.0 * radii[-1] / len(blocks[-1]) / math.sqrt(2.0 * loss.rho)
+    center_error = noise_sd * (math.sqrt(d) + math.sqrt(2.0 * math.log(20.0)))
+    final_eps, final_delta = (epsilon / 4, delta / 4) if paper else (epsilon, delta)
+    balance = (M * (V.shape[0] * final_eps) ** (1 / k) * d ** (0.5 - 1 / k)
+               / (math.log(1 / final_delta) ** (1 / (2 * k)) * m ** (1 - 1 / k)))
+    # Paper: ρ* ≥ M√(d/m). Tight: M√(d max(1, ln m)/m) (the scale of
+    # Cor 4.13's t₁) plus the public noise bound of the TCN centre; the
+    # spec's suggestion ρ_T (≥ 12M√(d/m), sized for the *coarse* centre's
+    # error) was measured 4-5× less accurate with many users.
+    floor = M * math.sqrt(d * (1.0 if paper else max(1.0, math.log(m))) / m)
+    final_radius = max(floor, balance) + (0.0 if paper else center_error)
+    mean, loss = clip_noise_mean(V, epsilon=final_eps, delta=final_delta,
+                                 radius=final_radius, center=center,
+                                 random_state=seeds[3])
+    final_loss = zcdp_to_approx_dp(loss.rho, final_delta)
+    if paper:
+        tcn_loss = (layer_losses[0] if L == 1
+                    else compose_homogeneous(max(layer_losses, key=lambda x: x.epsilon),
+                                             L, delta / 8))
+        total = compose(coarse_loss, tcn_loss, final_loss)
+    else:
+        total = compose_parallel(coarse_loss, *layer_losses, final_loss)
     info = dict(radii=radii, final_radius=final_radius, n_coarse=Y.shape[0],
                 n_tcn=P.shape[0], n_final=V.shape[0], coarse_failed=n_failed)
-    return mean, compose_parallel(*approx), info
+    return mean, total, info
