@@ -272,6 +272,14 @@ def coarse_estimate(user_means, *, epsilon, delta, moment_bound, samples_per_use
                                                  width=width, random_state=random_state)
     failed = np.isnan(mids)
     mids[failed] = 0.0
+    if failed.any() and U.shape[0] >= threshold:
+        # "No bucket kept" is part of the private output: warning on it is
+        # post-processing.
+        warnings.warn(
+            f"the coarse step released no bucket for {int(failed.sum())} of {d} "
+            "coordinates; they fall back to 0 (a public default) and the estimate "
+            "may be far off there. Privacy is unaffected; use more users, a larger "
+            "epsilon or delta.", AccuracyWarning, stacklevel=3)
     if d == 1:
         loss = step_loss
     elif (eps0, delta0) == basic:
