@@ -51,11 +51,13 @@ DEMO_CONFIGS = {
     ],
     # Heavy-tail estimator, told only k = 2: every row deviates from the mean
     # with variance 0.25 (user spread) + 1 (row noise) per direction, so
-    # M = 1.2 >= sqrt(1.25); at least 5 rows per user.
+    # M = 1.2 >= sqrt(1.25); at least 5 rows per user. Not at eps = 0.5: its
+    # coordinate-wise coarse step then needs more than the 667 users of its
+    # third at d = 10 (it warns, and a demo fit must not warn).
     "ThreadedClipNoiseEstimator": [
         dict(epsilon=eps, delta=1e-6, moment_order=2, moment_bound=1.2,
              samples_per_user=5)
-        for eps in (0.5, 1.0, 2.0)
+        for eps in (1.0, 2.0)
     ],
     # The same knowledge as a box: every coordinate of a user mean in [-5, 5].
     "WinsorizedMeanEstimator": [
