@@ -101,10 +101,16 @@ def fine_radius_1d(n_fine, epsilon, *, moment_order, moment_bound, samples_per_u
     return M * max(floor, balance)
 
 
-def person_level_mean_1d(values, *, epsilon, bound, moment_order=2.0, moment_bound=1.0,
-                         samples_per_user, beta=0.1, coarse_fraction=0.25,
-                         calibration="tight", random_state=None):
-    """Pure ε-DP person-level mean of one feature under bounded k-th moments.
+def person_level_mean_1d(values, *, epsilon, bound=None, delta=0.0, moment_order=2.0,
+                         moment_bound=1.0, samples_per_user, beta=0.1,
+                         coarse_fraction=0.25, calibration="tight",
+                         random_state=None):
+    """Person-level mean of one feature under bounded k-th moments (§3).
+
+    Pure ε-DP with ``delta=0`` (the coarse step searches ``[−R, R]``);
+    with ``delta > 0`` the coarse step is the stability histogram on an
+    unbounded grid (:func:`~skuserdp.mechanisms.stability_histogram_argmax`,
+    no bound needed) and the release is (ε, δ)-DP.
 
     Parameters
     ----------
@@ -113,8 +119,11 @@ def person_level_mean_1d(values, *, epsilon, bound, moment_order=2.0, moment_bou
         modified.
     epsilon : float
         Target ε, ``> 0``.
-    bound : float
-        Public R with ``|μ| ≤ R`` (the coarse step's range).
+    bound : float, default=None
+        Public R with ``|μ| ≤ R`` (the pure coarse step's range; required
+        when ``delta == 0``).
+    delta : float, default=0.0
+        Target δ in ``[0, 1)``.
     moment_order : float, default=2.0
         Public k ≥ 2: the samples have a bounded k-th central moment.
     moment_bound : float, default=1.0
@@ -135,8 +144,8 @@ def person_level_mean_1d(values, *, epsilon, bound, moment_order=2.0, moment_bou
     -------
     mean : float
         The private estimate.
-    loss : PureDP
-        The privacy loss (ε).
+    loss : PureDP or ApproxDP
+        The privacy loss.
     info : dict
         Public facts: ``coarse_width`` r, ``coarse_error`` u, ``radius`` ρ,
         ``n_coarse``, ``n_fine`` and ``center`` (the coarse estimate, a
@@ -161,7 +170,12 @@ def person_level_mean_1d(values, *, epsilon, bound, moment_order=2.0, moment_bou
     if not np.isfinite(S).all():
         raise ValueError("values must be finite.")
     epsilon = check_positive_scalar(epsilon, "epsilon")
-    R = check_positive_scalar(bound, "bound")
+    if not 0 <= delta < 1:
+        raise ValueError(f"delta must be in [0, 1), got {delta!r}.")
+    if delta == 0:
+        if bound is None:
+            raise ValueError("delta=0 needs a public bound R on |mean|.")
+        R = check_positive_scalar(bound, "bound")
     M = check_positive_scalar(moment_bound, "moment_bound")
     if moment_order < 2:
         raise ValueError(f"moment_order must be >= 2, got {moment_order!r}.")
@@ -185,16 +199,28 @@ def person_level_mean_1d(values, *, epsilon, bound, moment_order=2.0, moment_bou
     n_c = min(n - 1, max(1, math.ceil(share * n)))
     coarse, fine = S[order[:n_c]], S[order[n_c:]]
     r = width_factor * M / math.sqrt(m)
-    lower, upper = private_range(coarse, stage_eps, tau=r, bound=R + 2.0 * r,
-                                 bin_width=r, random_state=coarse_seed)
-    center = 0.5 * (lower + upper)
+    if delta == 0:
+        lower, upper = private_range(coarse, stage_eps, tau=r, bound=R + 2.0 * r,
+                                     bin_width=r, random_state=coarse_seed)
+        center = 0.5 * (lower + upper)
+        coarse_loss = PureDP(stage_eps)
+    else:
+        stage_delta = delta / 2.0 if calibration == "paper" else delta
+        center, coarse_loss = stability_histogram_argmax(
+            coarse, epsilon=stage_eps, delta=stage_delta, width=r,
+            random_state=coarse_seed)
+        if math.isnan(center):
+            warnings.warn(
+                "the coarse step released no bucket; the centre falls back to 0 "
+                "(a public default). Privacy is unaffected; use more users or a "
+                "larger epsilon or delta.", AccuracyWarning, stacklevel=2)
+            center = 0.0
     u = 1.5 * r if calibration == "tight" else 2.0 * r
     rho = u + fine_radius_1d(fine.size, stage_eps, moment_order=moment_order,
                              moment_bound=M, samples_per_user=m, beta=beta)
     mean, fine_loss = clip_noise_mean(fine[:, None], epsilon=stage_eps, delta=0.0,
                                       radius=rho, center=center,
                                       random_state=fine_seed)
-    coarse_loss = PureDP(stage_eps)
     if calibration == "paper":
         loss = compose(coarse_loss, fine_loss)
     else:

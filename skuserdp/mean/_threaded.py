@@ -31,9 +31,10 @@ class ThreadedClipNoiseEstimator(UserLevelMeanEstimator):
     clipping around the previous layer's private output with a shrinking
     radius, and finally clips the last third of the users around that
     centre with the radius that balances the clipping bias
-    (``∝ ρ^{−(k−1)}``) against the noise (``∝ ρ/(nε)``). With ``delta=0``
-    and one feature, the pure ε-DP one-dimensional estimator (Theorem 3.14)
-    is used instead; it needs a public ``bound`` on the mean.
+    (``∝ ρ^{−(k−1)}``) against the noise (``∝ ρ/(nε)``). With one feature
+    the one-dimensional estimator (Theorem 3.14: a quarter of the users for
+    the coarse step, the rest for one clip-and-noise) is used instead; with
+    ``delta=0`` it is pure ε-DP and needs a public ``bound`` on the mean.
 
     {user_level_note}
 
@@ -56,7 +57,7 @@ class ThreadedClipNoiseEstimator(UserLevelMeanEstimator):
         Number of threaded layers; ``"auto"`` from the paper's recursion
         (one layer unless d is very large compared with m).
     bound : float, default=None
-        Public bound R on ``|μ|`` (pure 1-D route only).
+        Public bound R on ``|μ|`` (needed by the pure 1-D route only).
     {calibration}
         ``"tight"``: every stage sees disjoint users and spends the whole
         budget (parallel composition), bucket width ``4M/√m``.
@@ -137,20 +138,20 @@ class ThreadedClipNoiseEstimator(UserLevelMeanEstimator):
 
     def _fit_user_means(self, U):
         n, d = U.shape
-        if self.delta == 0:
-            if d != 1:
-                raise ValueError(
-                    "delta=0 (pure DP) is available for one feature only; the "
-                    "paper's pure estimator in several dimensions takes "
-                    "exponential time. Use a small delta > 0."
-                )
-            if self.bound is None:
+        if self.delta == 0 and d != 1:
+            raise ValueError(
+                "delta=0 (pure DP) is available for one feature only; the "
+                "paper's pure estimator in several dimensions takes "
+                "exponential time. Use a small delta > 0."
+            )
+        if d == 1:
+            if self.delta == 0 and self.bound is None:
                 raise ValueError(
                     "delta=0 needs a public bound R on |mean| (bound=...): the "
                     "pure-DP coarse step searches [-R, R]."
                 )
             mean, loss, info = person_level_mean_1d(
-                U[:, 0], epsilon=self.epsilon, bound=self.bound,
+                U[:, 0], epsilon=self.epsilon, delta=self.delta, bound=self.bound,
                 moment_order=self.moment_order, moment_bound=self.moment_bound,
                 samples_per_user=self.samples_per_user,
                 calibration=self.calibration, random_state=self.random_state)

@@ -233,7 +233,7 @@ def test_estimator_routes_and_errors():
     assert approx.radii_[-1] > 0
 
 
-@pytest.mark.parametrize("d,delta", [(1, 0.0), (8, 1e-3)])
+@pytest.mark.parametrize("d,delta", [(1, 0.0), (1, 1e-3), (8, 1e-3)])
 def test_estimator_audit(d, delta):
     # Worst case: every user at the origin vs one user far away.
     from skuserdp.testing import audit_estimator, worst_case_mean_neighbours
@@ -244,3 +244,26 @@ def test_estimator_audit(d, delta):
     res = audit_estimator(est, X, Xp, groups=g, groups_prime=gp, n_runs=1000,
                           random_state=0)
     assert not res.violation, str(res)
+
+
+def test_one_feature_with_delta_uses_the_1d_pipeline_without_a_bound():
+    # delta > 0: the coarse step is the stability histogram (no bound);
+    # spend (eps, delta) by parallel composition; 3/4 of the users go to the
+    # fine stage (radii_ has one entry).
+    rng = np.random.default_rng(8)
+    n, m = 4000, 10
+    mu = 123.0  # far from any default: no bound is declared
+    X = mu + rng.standard_t(5, size=(n * m, 1))
+    g = np.repeat(np.arange(n), m)
+    est = ThreadedClipNoiseEstimator(epsilon=1.0, delta=1e-6, moment_order=4,
+                                     moment_bound=T5_SIGMA4, samples_per_user=m,
+                                     random_state=0).fit(X, groups=g)
+    assert len(est.radii_) == 1
+    assert _meets(est.privacy_loss_, 1.0, 1e-6)
+    assert abs(est.mean_[0] - mu) < 0.1
+    _, loss, info = person_level_mean_1d(X.reshape(n, m).mean(axis=1), epsilon=1.0,
+                                         delta=1e-6, moment_order=4,
+                                         moment_bound=T5_SIGMA4, samples_per_user=m,
+                                         random_state=0)
+    assert info["n_fine"] == n - math.ceil(0.25 * n)
+    assert loss.delta <= 1e-6 and loss.epsilon <= 1.0
