@@ -44,7 +44,7 @@ from pathlib import Path
 import numpy as np
 
 from skuserdp.mean import clip_noise_mean, winsorized_mean
-from skuserdp.mean._person_level import person_level_mean
+from skuserdp.mean._person_level import person_level_mean, person_level_mean_1d
 
 # Siblings (on sys.path when run as a file)
 from bench_user_means import machine_info
@@ -145,7 +145,15 @@ def methods_for(dist, n, d, m):
     common = dict(epsilon=EPSILON, delta=DELTA)
 
     def tcn(calibration):
+        # What ThreadedClipNoiseEstimator runs: the 1-D pipeline for one
+        # feature, Algorithm 4 otherwise.
         def release(U, seed):
+            if U.shape[1] == 1:
+                mean, _, info = person_level_mean_1d(
+                    U[:, 0], moment_order=K, moment_bound=M, samples_per_user=m,
+                    calibration=calibration, random_state=seed, **common)
+                return np.array([mean]), {"final_radius": info["radius"],
+                                          "layers": 0, "coarse_failed": 0}
             mean, _, info = person_level_mean(
                 U, moment_order=K, moment_bound=M, samples_per_user=m,
                 calibration=calibration, random_state=seed, **common)
