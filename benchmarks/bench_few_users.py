@@ -83,11 +83,7 @@ The tables are printed and saved as CSV (all parts, one row per case, column
 """
 
 import argparse
-import csv
-import datetime
-import json
 import math
-import shlex
 import sys
 import time
 import warnings
@@ -116,7 +112,7 @@ from skuserdp.privacy._conversion import report_spend
 
 # bench_user_means.py and bench_winsorized.py sit next to this script (on
 # sys.path when run as a file)
-from bench_user_means import machine_info
+from _results import write_results
 from bench_winsorized import clip_noise_variance, git_state, load_average
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
@@ -877,24 +873,9 @@ def format_timing(rows, facts):
 
 
 def save(parts, facts, args, git_before, load_before, total_s):
-    args.output_dir.mkdir(parents=True, exist_ok=True)
     stem = "few_users_quick" if args.quick else "few_users"
     all_rows = [row for rows in parts.values() for row in rows]
-    fields = []
-    for row in all_rows:
-        for key, value in row.items():
-            if key not in fields and not isinstance(value, list):
-                fields.append(key)
-    csv_path = args.output_dir / f"{stem}.csv"
-    with open(csv_path, "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore",
-                                restval="")
-        writer.writeheader()
-        writer.writerows(all_rows)
     payload = {
-        "benchmark": "few_users",
-        "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
-        "command": shlex.join([Path(sys.executable).name] + sys.argv),
         "total_seconds": total_s,
         "params": {
             "seed": args.seed, "quick": args.quick, "common": COMMON,
@@ -920,16 +901,11 @@ def save(parts, facts, args, git_before, load_before, total_s):
         },
         "facts": facts,
         "winsorized_accuracy_warnings": WARNINGS,
-        "machine": machine_info(),
         "git": {"start": git_before, "end": git_state()},
         "load_average_1_5_15min": {"start": load_before, "end": load_average()},
         "results": parts,
     }
-    json_path = args.output_dir / f"{stem}.json"
-    with open(json_path, "w") as f:
-        json.dump(payload, f, indent=2)
-        f.write("\n")
-    return csv_path, json_path
+    return write_results(args.output_dir, stem, all_rows, payload)
 
 
 def main(argv=None):

@@ -31,12 +31,7 @@ The tables are printed and saved as CSV (one row per cell and method, column
 """
 
 import argparse
-import csv
-import datetime
-import json
 import math
-import shlex
-import sys
 import time
 import warnings
 from pathlib import Path
@@ -47,7 +42,7 @@ from skuserdp.mean import clip_noise_mean, winsorized_mean
 from skuserdp.mean._person_level import person_level_mean, person_level_mean_1d
 
 # Siblings (on sys.path when run as a file)
-from bench_user_means import machine_info
+from _results import write_results
 from bench_winsorized import clip_noise_variance, git_state, load_average
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
@@ -333,23 +328,8 @@ def format_checks(rows):
 
 
 def save(rows, summary, args, git_before, load_before, total_s):
-    args.output_dir.mkdir(parents=True, exist_ok=True)
     stem = "heavy_tails_quick" if args.quick else "heavy_tails"
-    all_rows = rows + summary
-    fields = []
-    for row in all_rows:
-        for key in row:
-            if key not in fields:
-                fields.append(key)
-    csv_path = args.output_dir / f"{stem}.csv"
-    with open(csv_path, "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=fields, restval="")
-        writer.writeheader()
-        writer.writerows(all_rows)
     payload = {
-        "benchmark": "heavy_tails",
-        "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
-        "command": shlex.join([Path(sys.executable).name] + sys.argv),
         "params": {"seed": args.seed, "quick": args.quick, "reps": args.reps,
                    "epsilon": EPSILON, "delta": DELTA, "R": R, "moment_order": K,
                    "lomax_alpha": LOMAX_ALPHA,
@@ -360,16 +340,11 @@ def save(rows, summary, args, git_before, load_before, total_s):
                              f"{TARGET}",
                     "gaussian": "report TCN / best WinsorizedMean"},
         "total_seconds": total_s,
-        "machine": machine_info(),
         "git": {"start": git_before, "end": git_state()},
         "load_average_1_5_15min": {"start": load_before, "end": load_average()},
         "results": {"cells": rows, "ratios": summary},
     }
-    json_path = args.output_dir / f"{stem}.json"
-    with open(json_path, "w") as f:
-        json.dump(payload, f, indent=2)
-        f.write("\n")
-    return csv_path, json_path
+    return write_results(args.output_dir, stem, rows + summary, payload)
 
 
 def main(argv=None):

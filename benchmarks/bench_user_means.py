@@ -29,24 +29,17 @@ The table is printed and saved as CSV and JSON in ``benchmarks/results/``.
 """
 
 import argparse
-import csv
-import datetime
 import gc
-import json
-import os
-import platform
-import shlex
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
-import scipy
-import sklearn
 from sklearn.utils import check_array
 
-import skuserdp
 from skuserdp.users import check_groups, user_means
+
+from _results import write_results
 
 try:  # private helper, only used for the per-stage breakdown
     from skuserdp.users._aggregate import _means_by_code
@@ -147,20 +140,6 @@ def timeit(func, repeats):
         if gc_was_enabled:
             gc.enable()
     return result, times
-
-
-def machine_info():
-    return {
-        "platform": platform.platform(),
-        "machine": platform.machine(),
-        "processor": platform.processor(),
-        "cpu_count": os.cpu_count(),
-        "python": platform.python_version(),
-        "numpy": np.__version__,
-        "scipy": scipy.__version__,
-        "sklearn": sklearn.__version__,
-        "skuserdp": getattr(skuserdp, "__version__", "unknown"),
-    }
 
 
 def check_agreement(name, result, reference):
@@ -313,35 +292,21 @@ def format_breakdown(breakdown):
 
 
 def save(rows, breakdown, args):
-    args.output_dir.mkdir(parents=True, exist_ok=True)
     stem = "user_means_quick" if args.quick else "user_means"
     fields = ["case", "layout", "ids", "median_s", "min_s", "ratio_median",
               "ratio_min", "ratio_median_vs_colmajor", "max_abs_diff",
               "target_met", "timed"]
-    csv_path = args.output_dir / f"{stem}.csv"
-    with open(csv_path, "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
-        writer.writeheader()
-        writer.writerows(rows)
     payload = {
-        "benchmark": "user_means",
-        "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
-        "command": shlex.join([Path(sys.executable).name] + sys.argv),
         "params": {
             "rows": args.rows, "features": args.features, "users": args.users,
             "repeats": args.repeats, "seed": args.seed, "quick": args.quick,
             "dtype": "float64", "order": "C",
         },
         "target": f"user_means / reduceat_presorted <= {TARGET_RATIO} (median)",
-        "machine": machine_info(),
         "results": rows,
         "breakdown": breakdown,
     }
-    json_path = args.output_dir / f"{stem}.json"
-    with open(json_path, "w") as f:
-        json.dump(payload, f, indent=2)
-        f.write("\n")
-    return csv_path, json_path
+    return write_results(args.output_dir, stem, rows, payload, fields=fields)
 
 
 def main(argv=None):

@@ -48,12 +48,8 @@ The tables are printed and saved as CSV (all parts, one row per case, column
 """
 
 import argparse
-import csv
-import datetime
-import json
 import math
 import os
-import shlex
 import subprocess
 import sys
 import time
@@ -78,7 +74,8 @@ from skuserdp.privacy import (
 from skuserdp.users import user_means
 
 # bench_user_means.py sits next to this script (on sys.path when run as a file)
-from bench_user_means import machine_info, timeit
+from _results import write_results
+from bench_user_means import timeit
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 ACCURACY_TARGET = 0.25
@@ -628,24 +625,9 @@ def load_average():
 
 
 def save(parts, facts, args, git_before, load_before):
-    args.output_dir.mkdir(parents=True, exist_ok=True)
     stem = "winsorized_quick" if args.quick else "winsorized"
     all_rows = [row for rows in parts.values() for row in rows]
-    fields = []
-    for row in all_rows:
-        for key, value in row.items():
-            if key not in fields and not isinstance(value, list):
-                fields.append(key)
-    csv_path = args.output_dir / f"{stem}.csv"
-    with open(csv_path, "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore",
-                                restval="")
-        writer.writeheader()
-        writer.writerows(all_rows)
     payload = {
-        "benchmark": "winsorized",
-        "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
-        "command": shlex.join([Path(sys.executable).name] + sys.argv),
         "params": {
             "seed": args.seed, "quick": args.quick,
             "accuracy": {**ACC, "reps": args.reps, "gamma": 0.01,
@@ -666,16 +648,11 @@ def save(parts, facts, args, git_before, load_before):
             "timing": f"fit / user_means <= {TIMING_TARGET} (best of repeats)",
         },
         "facts": facts,
-        "machine": machine_info(),
         "git": {"start": git_before, "end": git_state()},
         "load_average_1_5_15min": {"start": load_before, "end": load_average()},
         "results": parts,
     }
-    json_path = args.output_dir / f"{stem}.json"
-    with open(json_path, "w") as f:
-        json.dump(payload, f, indent=2)
-        f.write("\n")
-    return csv_path, json_path
+    return write_results(args.output_dir, stem, all_rows, payload)
 
 
 def main(argv=None):
