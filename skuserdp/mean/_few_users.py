@@ -525,8 +525,15 @@ def plan_median_of_balls(n_users, n_features, *, radius, epsilon, delta, alpha=0
     return best
 
 
-def _one_copy(points, copy, seed):
-    return ball_sampler(points, copy, random_state=seed)
+def _sample_all(tasks, plan, n_jobs):
+    """:func:`ball_sampler` on every ``(points, seed)`` task, in order.
+
+    Each task has its own seed, so the results do not depend on ``n_jobs``.
+    """
+    if n_jobs in (None, 1) or len(tasks) == 1:
+        return [ball_sampler(P, plan, random_state=s) for P, s in tasks]
+    return Parallel(n_jobs=n_jobs)(delayed(ball_sampler)(P, plan, s)
+                                   for P, s in tasks)
 
 
 def median_of_balls(points, plan, random_state=None, n_jobs=None):
@@ -563,11 +570,7 @@ def median_of_balls(points, plan, random_state=None, n_jobs=None):
     """
     X = np.asarray(points, dtype=np.float64)
     seeds = make_seed_sequence(random_state).spawn(plan.n_copies)
-    if n_jobs in (None, 1) or plan.n_copies == 1:
-        outs = [_one_copy(X, plan.copy, s) for s in seeds]
-    else:
-        outs = Parallel(n_jobs=n_jobs)(delayed(_one_copy)(X, plan.copy, s)
-                                       for s in seeds)
+    outs = _sample_all([(X, s) for s in seeds], plan.copy, n_jobs)
     good = [p for p, _ in outs if p is not None]
     if not good:
         return None, plan.n_copies
@@ -738,12 +741,7 @@ def interpolated_balls(points, plan, random_state=None, n_jobs=None):
     width = plan.n_padded // k2
     seeds = block_seed.spawn(k2)
     parts = [np.ascontiguousarray(Y[:, b * width:(b + 1) * width]) for b in range(k2)]
-    if n_jobs in (None, 1):
-        outs = [ball_sampler(P, plan.block, random_state=s)
-                for P, s in zip(parts, seeds)]
-    else:
-        outs = Parallel(n_jobs=n_jobs)(delayed(ball_sampler)(P, plan.block, s)
-                                       for P, s in zip(parts, seeds))
+    outs = _sample_all(list(zip(parts, seeds)), plan.block, n_jobs)
     n_garbage = sum(p is None for p, _ in outs)
     if n_garbage:
         return None, n_garbage

@@ -454,13 +454,13 @@ def person_level_mean(user_means, *, epsilon, delta, moment_order=2.0,
     layer_seeds = seeds[2].spawn(L)
     layer_losses = []
     for rows, rho, seed in zip(blocks, radii, layer_seeds):
-        center, loss = clip_noise_mean(P[rows], epsilon=layer_budget[0],
-                                       delta=layer_budget[1], radius=rho,
-                                       center=center, random_state=seed)
-        layer_losses.append(zcdp_to_approx_dp(loss.rho, layer_budget[1]))
+        center, layer_zcdp = clip_noise_mean(P[rows], epsilon=layer_budget[0],
+                                             delta=layer_budget[1], radius=rho,
+                                             center=center, random_state=seed)
+        layer_losses.append(zcdp_to_approx_dp(layer_zcdp.rho, layer_budget[1]))
     # Public bound on the last layer's noise (Gaussian of per-coordinate sd
     # ≈ (2ρ_T/n_T)/√(2ρ_zCDP), norm ≤ sd(√d + √(2 ln 20)) w.p. 0.95).
-    noise_sd = 2.0 * radii[-1] / len(blocks[-1]) / math.sqrt(2.0 * loss.rho)
+    noise_sd = 2.0 * radii[-1] / len(blocks[-1]) / math.sqrt(2.0 * layer_zcdp.rho)
     center_error = noise_sd * (math.sqrt(d) + math.sqrt(2.0 * math.log(20.0)))
     final_eps, final_delta = (epsilon / 4, delta / 4) if paper else (epsilon, delta)
     balance = (M * (V.shape[0] * final_eps) ** (1 / k) * d ** (0.5 - 1 / k)
