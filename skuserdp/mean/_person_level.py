@@ -400,9 +400,10 @@ def person_level_mean(user_means, *, epsilon, delta, moment_order=2.0,
     loss : PureDP, ApproxDP or ZCDP
         The guarantee (the maximum over the disjoint stages).
     info : dict
-        Public facts: ``radii`` (TCN layers), ``final_radius``, group sizes,
-        ``coarse_failed`` (coordinates without a kept bucket; private
-        output).
+        Public facts: ``radii`` (TCN layers), ``final_radius``, group sizes;
+        and private outputs (each already released under the guarantee):
+        ``coarse_failed`` (coordinates without a kept bucket) and
+        ``centers`` (the coarse estimate, then each TCN layer's output).
 
     Examples
     --------
@@ -453,11 +454,13 @@ def person_level_mean(user_means, *, epsilon, delta, moment_order=2.0,
     blocks = np.array_split(np.arange(P.shape[0]), L)
     layer_seeds = seeds[2].spawn(L)
     layer_losses = []
+    centers = [center]
     for rows, rho, seed in zip(blocks, radii, layer_seeds):
         center, layer_zcdp = clip_noise_mean(P[rows], epsilon=layer_budget[0],
                                              delta=layer_budget[1], radius=rho,
                                              center=center, random_state=seed)
         layer_losses.append(zcdp_to_approx_dp(layer_zcdp.rho, layer_budget[1]))
+        centers.append(center)
     # Public bound on the last layer's noise (Gaussian of per-coordinate sd
     # ≈ (2ρ_T/n_T)/√(2ρ_zCDP), norm ≤ sd(√d + √(2 ln 20)) w.p. 0.95).
     noise_sd = 2.0 * radii[-1] / len(blocks[-1]) / math.sqrt(2.0 * layer_zcdp.rho)
@@ -483,5 +486,6 @@ def person_level_mean(user_means, *, epsilon, delta, moment_order=2.0,
     else:
         total = compose_parallel(coarse_loss, *layer_losses, final_loss)
     info = dict(radii=radii, final_radius=final_radius, n_coarse=Y.shape[0],
-                n_tcn=P.shape[0], n_final=V.shape[0], coarse_failed=n_failed)
+                n_tcn=P.shape[0], n_final=V.shape[0], coarse_failed=n_failed,
+                centers=centers)
     return mean, total, info
