@@ -13,7 +13,15 @@ assumptions: if they are false, only accuracy suffers.
 Pipeline (pure ε-DP, replace-one user neighbours, n public):
 
 1. Users are split by a random permutation drawn independently of the data
-   into a coarse group (``coarse_fraction`` of them) and a fine group.
+   into a coarse group, a re-centring group and a fine group. Tight sizes
+   (public functions of n, ε, δ, R, M, m, β only): coarse
+   ``max(⌈coarse_fraction·n⌉, min(n_min, ⌈n/4⌉))`` with ``n_min`` the users
+   the coarse mechanism needs (δ = 0: ``16 ln(l/β)/(3ε)`` for l bins; δ > 0:
+   ``COARSE_THRESHOLD_MULTIPLE`` × the stability histogram threshold, so a
+   bulk split over two buckets still clears it); re-centring
+   ``⌈RECENTER_FRACTION·n⌉`` (0 if fewer than n/2 users would remain).
+   Measured on the heavy-tail benchmark (16 cells, held-out seeds): the
+   coarse and re-centring steps need few users, the fine noise ∝ 1/n_f.
 2. **Coarse** (Algorithm 1): the users' means are binned at width
    ``r = 4M/√m`` over ``[−R − 2r, R + 2r]`` and one bin is chosen by an exact
    exponential mechanism over *all* bins. skuserdp uses the median-type score
@@ -24,17 +32,23 @@ Pipeline (pure ε-DP, replace-one user neighbours, n public):
    outside ``μ ± r`` has score ``≥ 7n_c/8`` against ``≤ n_c/2`` for the
    median bin, so the chosen midpoint is within ``u = 1.5r`` of μ except
    with probability ``l·e^{−3εn_c/16}`` — the guarantee of Theorem 3.10.
+2b. **Re-centring** (tight only; like one TCN layer): the re-centring users
+   are clipped to ``μ_c ± (u + ρ₀)`` and released with discrete Laplace
+   noise; its public 95 % noise bound ``e = 2(u + ρ₀)/(n_r ε)·ln 20``
+   replaces u in the fine radius (u = 1.5r is ~10× the spread of the user
+   means, so ``u + ρ₀`` was dominated by the coarse error).
 3. **Fine** (Theorem 3.14): the fine users' means are truncated to
-   ``μ_c ± ρ`` with ``ρ = u + ρ₀``,
+   ``μ_c ± ρ`` (μ_c the re-centred centre) with ``ρ = e + ρ₀`` (paper: u + ρ₀),
    ``ρ₀ = M·max(√((k − 1) max(1, ln m)/m), (n_f ε/ln(2/β))^{1/k}/m^{1−1/k})``
    (the second term balances the clipping bias ``∝ ρ^{−(k−1)}`` against the
    Laplace noise ``∝ ρ/(n_f ε)``; constants 1), summed on a lattice and
    released with discrete Laplace noise of ℓ1 sensitivity ``2ρ`` per sum
    (:func:`~skuserdp.mean.clip_noise_mean`).
 
-Privacy: the two stages see disjoint users chosen independently of the
-data, so by (adaptive) parallel composition (spec §1.7) the pipeline is
-ε-DP when each stage is (``calibration="tight"``). ``calibration="paper"``
+Privacy: the stages see disjoint users chosen independently of the data,
+and every radius, centre and group size is public or an earlier private
+output, so by (adaptive) parallel composition (spec §1.7) the pipeline is
+ε-DP (resp. (ε, δ)) when each stage is (``calibration="tight"``). ``calibration="paper"``
 runs the paper's constants instead: halves of the users, ``r = 16M/√m``
 and ε/2 per stage with basic composition.
 """
@@ -58,9 +72,28 @@ from ..privacy import (
 from ..utils._random import generator_from, make_seed_sequence
 from ..utils._validation import check_positive_scalar
 from ._clip_noise import clip_noise_mean
+from ._concentration import TAU_GRID_STEPS, private_tau
 
 __all__ = ["person_level_mean_1d", "fine_radius_1d", "coarse_estimate", "tcn_radii",
            "person_level_mean"]
+
+# Tight calibration: fixed public constants of the user split (see the
+# docstrings of person_level_mean_1d and person_level_mean). Chosen once for
+# every (n, d, m, distribution) on the heavy-tail benchmark grid, validated on
+# held-out seeds and an asymmetric distribution; never from the data.
+#: The coarse group holds this many times the stability histogram's
+#: release threshold (a bucket holding most coarse users is then released).
+COARSE_THRESHOLD_MULTIPLE = 3.0
+#: 1-D: share of the users in the re-centring layer.
+RECENTER_FRACTION = 0.1
+#: Algorithm 4: share of the non-coarse, non-τ users in the TCN layers.
+TCN_FRACTION = 0.3
+#: Algorithm 4: the τ group holds at least this share of the users ...
+TAU_FRACTION = 0.02
+#: ... and at least this multiple of the users private_tau needs.
+TAU_FEASIBILITY_MULTIPLE = 2.0
+#: Failure probability of the private spread estimate's feasibility rule.
+TAU_GAMMA = 0.1
 
 
 def fine_radius_1d(n_fine, epsilon, *, moment_order, moment_bound, samples_per_user,
@@ -103,7 +136,7 @@ def fine_radius_1d(n_fine, epsilon, *, moment_order, moment_bound, samples_per_u
 
 def person_level_mean_1d(values, *, epsilon, bound=None, delta=0.0, moment_order=2.0,
                          moment_bound=1.0, samples_per_user, beta=0.1,
-                         coarse_fraction=0.25, calibration="tight",
+                         coarse_fraction=0.05, calibration="tight",
                          random_state=None):
     """Person-level mean of one feature under bounded k-th moments (§3).
 
@@ -132,9 +165,10 @@ def person_level_mean_1d(values, *, epsilon, bound=None, delta=0.0, moment_order
         Public m (every user has at least m samples).
     beta : float, default=0.1
         Failure probability used in the fine radius.
-    coarse_fraction : float, default=0.25
-        Share of users in the coarse stage (tight calibration; the paper's
-        is 1/2).
+    coarse_fraction : float, default=0.05
+        Minimum share of users in the coarse stage (tight calibration; the
+        paper's is 1/2); raised to the public ``n_min`` of the module
+        docstring (at most n/4).
     calibration : {"tight", "paper"}, default="tight"
         See the module docstring.
     random_state : int, RandomState, SeedSequence or None, default=None
@@ -148,8 +182,9 @@ def person_level_mean_1d(values, *, epsilon, bound=None, delta=0.0, moment_order
         The privacy loss.
     info : dict
         Public facts: ``coarse_width`` r, ``coarse_error`` u, ``radius`` ρ,
-        ``n_coarse``, ``n_fine`` and ``center`` (the coarse estimate, a
-        private output).
+        ``recenter_radius`` (None without a re-centring layer), ``n_coarse``,
+        ``n_recenter``, ``n_fine``; private outputs: ``coarse_center`` and
+        ``center`` (the centre of the fine stage).
 
     Examples
     --------
@@ -194,11 +229,31 @@ def person_level_mean_1d(values, *, epsilon, bound=None, delta=0.0, moment_order
                 f"coarse_fraction must be in (0, 1), got {coarse_fraction!r}."
             )
         share, width_factor, stage_eps = coarse_fraction, 4.0, epsilon
-    split_seed, coarse_seed, fine_seed = make_seed_sequence(random_state).spawn(3)
+    split_seed, coarse_seed, fine_seed, recenter_seed = (
+        make_seed_sequence(random_state).spawn(4))
     order = generator_from(split_seed).permutation(n)  # independent of the data
-    n_c = min(n - 1, max(1, math.ceil(share * n)))
-    coarse, fine = S[order[:n_c]], S[order[n_c:]]
     r = width_factor * M / math.sqrt(m)
+    if calibration == "paper":
+        n_c = min(n - 1, max(1, math.ceil(share * n)))
+        n_r = 0
+    else:
+        # Public group sizes (functions of n, ε, δ, R, M, m only).
+        if delta == 0:
+            # Exponential mechanism over l bins: a far bin wins w.p. at most
+            # l·exp(−3εn_c/16) (module docstring), ≤ β from this many users.
+            n_bins = math.ceil(2.0 * (R + 2.0 * r) / r)
+            n_min = math.ceil(16.0 * math.log(n_bins / beta) / (3.0 * stage_eps))
+        else:
+            # The kept bucket needs a noisy count above the threshold.
+            n_min = math.ceil(COARSE_THRESHOLD_MULTIPLE * stability_histogram_threshold(
+                stage_eps, delta)[1])
+        n_c = min(n - 1, max(1, math.ceil(share * n), min(n_min, math.ceil(n / 4))))
+        n_r = math.ceil(RECENTER_FRACTION * n)
+        if n - n_c - n_r < n / 2:
+            n_r = 0  # too few users for three groups: no re-centring layer
+    coarse = S[order[:n_c]]
+    recenter = S[order[n_c:n_c + n_r]]
+    fine = S[order[n_c + n_r:]]
     if delta == 0:
         lower, upper = private_range(coarse, stage_eps, tau=r, bound=R + 2.0 * r,
                                      bin_width=r, random_state=coarse_seed)
@@ -216,19 +271,47 @@ def person_level_mean_1d(values, *, epsilon, bound=None, delta=0.0, moment_order
                 "larger epsilon or delta.", AccuracyWarning, stacklevel=2)
             center = 0.0
     u = 1.5 * r if calibration == "tight" else 2.0 * r
-    rho = u + fine_radius_1d(fine.size, stage_eps, moment_order=moment_order,
-                             moment_bound=M, samples_per_user=m, beta=beta)
+    coarse_center, error_bound, losses = center, u, [coarse_loss]
+    recenter_radius = None
+    if n_r > 0:
+        # Re-centring layer: clip-and-noise around the coarse centre on its
+        # own users; its public 95 % error bound replaces u in the final
+        # radius (the Laplace noise of scale b exceeds b·ln 20 w.p. 1/20).
+        recenter_radius = u + fine_radius_1d(n_r, stage_eps, moment_order=moment_order,
+                                             moment_bound=M, samples_per_user=m,
+                                             beta=beta)
+        c, recenter_loss = clip_noise_mean(recenter[:, None], epsilon=stage_eps,
+                                           delta=0.0, radius=recenter_radius,
+                                           center=center, random_state=recenter_seed)
+        center = float(c[0])
+        error_bound = 2.0 * recenter_radius / (n_r * stage_eps) * math.log(20.0)
+        losses.append(recenter_loss)
+    rho = error_bound + fine_radius_1d(fine.size, stage_eps, moment_order=moment_order,
+                                       moment_bound=M, samples_per_user=m, beta=beta)
     mean, fine_loss = clip_noise_mean(fine[:, None], epsilon=stage_eps, delta=0.0,
                                       radius=rho, center=center,
                                       random_state=fine_seed)
+    losses.append(fine_loss)
     if calibration == "paper":
         loss = compose(coarse_loss, fine_loss)
     else:
         # Disjoint users, split independently of the data (spec §1.7).
-        loss = compose_parallel(coarse_loss, fine_loss)
+        loss = compose_parallel(*losses)
     info = dict(coarse_width=r, coarse_error=u, radius=rho, n_coarse=n_c,
-                n_fine=fine.size, center=center)
+                n_recenter=n_r, n_fine=fine.size, coarse_center=coarse_center,
+                recenter_radius=recenter_radius, center=center)
     return float(mean[0]), loss, info
+
+
+def _coarse_coordinate_budget(epsilon, delta, d):
+    """Per-coordinate (ε₀, δ₀) of :func:`coarse_estimate` (public)."""
+    basic = (epsilon / d, delta / d)
+    if d > 1:
+        advanced = (advanced_composition_step(epsilon, delta / 2.0, d),
+                    delta / (2.0 * d))
+    else:
+        advanced = basic
+    return max(basic, advanced)
 
 
 def coarse_estimate(user_means, *, epsilon, delta, moment_bound, samples_per_user,
@@ -279,13 +362,8 @@ def coarse_estimate(user_means, *, epsilon, delta, moment_bound, samples_per_use
     U = np.asarray(user_means, dtype=np.float64)
     d = U.shape[1]
     width = width_factor * moment_bound / math.sqrt(int(samples_per_user))
+    eps0, delta0 = _coarse_coordinate_budget(epsilon, delta, d)
     basic = (epsilon / d, delta / d)
-    if d > 1:
-        advanced = (advanced_composition_step(epsilon, delta / 2.0, d),
-                    delta / (2.0 * d))
-    else:
-        advanced = basic
-    eps0, delta0 = max(basic, advanced)
     threshold = stability_histogram_threshold(eps0, delta0)[1]
     if U.shape[0] < threshold:
         warnings.warn(
@@ -358,7 +436,7 @@ def person_level_mean(user_means, *, epsilon, delta, moment_order=2.0,
                       calibration="tight", random_state=None):
     """(ε, δ)-DP person-level mean in d dimensions (AKMMSU Algorithm 4).
 
-    Three disjoint groups of users, drawn by a data-independent permutation:
+    Disjoint groups of users, drawn by a data-independent permutation:
     coarse location (:func:`coarse_estimate`), Threaded Clip-and-Noise
     (layers on disjoint consecutive blocks, each clipping in ℓ2 around the
     previous layer's output with the radii of :func:`tcn_radii`), and a
@@ -366,8 +444,28 @@ def person_level_mean(user_means, *, epsilon, delta, moment_order=2.0,
     ``ρ* = max(M√(d max(1, ln m)/m),
     M n_V^{1/k} ε^{1/k} d^{1/2−1/k}/(ln^{1/(2k)}(1/δ) m^{1−1/k}))`` plus a
     public 95 % bound on the norm of the TCN output's noise.
-    Tight calibration: every stage and layer sees disjoint users and spends
-    the full (ε, δ) (adaptive parallel composition, spec §1.7). Paper
+
+    Tight calibration, public choices (functions of n, d, m, k, M, ε, δ and
+    the module constants only; measured on the heavy-tail benchmark):
+
+    - coarse group: ``min(COARSE_THRESHOLD_MULTIPLE × threshold, ⌊n/3⌋)``
+      users, the threshold being the stability histogram's at the
+      per-coordinate budget (a bulk split over two buckets still clears it;
+      1.5× failed in some coordinates, falling back to 0);
+    - τ group: ``max(⌈TAU_FRACTION·n⌉, TAU_FEASIBILITY_MULTIPLE × the users
+      private_tau needs at γ = TAU_GAMMA)`` (0 if fewer than n/2 users would
+      remain). :func:`~skuserdp.mean._concentration.private_tau` (ε-DP, the
+      pair-distance spread of WinsorizedMean's ``tau="auto"``) on these users
+      gives τ̂; the final radius uses ``min(ρ*, τ̂)`` (M is a worst-case
+      directional bound, often 2-3× the actual spread);
+    - TCN: ``TCN_FRACTION`` of the remaining users, the layers of
+      :func:`tcn_radii` plus one refinement layer of radius (public 95 %
+      noise bound of the previous layer) + ``M√(d max(1, ln m)/m)``
+      (dropped if the TCN group has fewer than 2 users per layer);
+    - final: the rest.
+    Tight calibration: every stage and layer (and the τ estimate) sees
+    disjoint users and spends the full (ε, δ) (adaptive parallel
+    composition, spec §1.7). Paper
     calibration: (ε/2, δ/2) for the coarse step (bucket width ``16M/√m``),
     (ε/4, δ/4) for TCN split over its layers by advanced composition
     (computed exactly, not the paper's √6 form, spec §1.4), (ε/4, δ/4) for
@@ -400,8 +498,10 @@ def person_level_mean(user_means, *, epsilon, delta, moment_order=2.0,
     loss : PureDP, ApproxDP or ZCDP
         The guarantee (the maximum over the disjoint stages).
     info : dict
-        Public facts: ``radii`` (TCN layers), ``final_radius``, group sizes;
-        and private outputs (each already released under the guarantee):
+        Public facts: ``radii`` (TCN layers, the refinement layer last),
+        ``final_radius``, group sizes (``n_coarse``, ``n_tau``, ``n_tcn``,
+        ``n_final``); and private outputs (each already released under the
+        guarantee): ``tau`` (τ̂, None without a τ group),
         ``coarse_failed`` (coordinates without a kept bucket) and
         ``centers`` (the coarse estimate, then each TCN layer's output).
 
@@ -415,7 +515,7 @@ def person_level_mean(user_means, *, epsilon, delta, moment_order=2.0,
     ...                                      moment_order=4, moment_bound=1.5,
     ...                                      samples_per_user=10, random_state=0)
     >>> bool(np.linalg.norm(mean - 5.0) < 0.5), len(info["radii"])
-    (True, 1)
+    (True, 2)
     """
     U = np.asarray(user_means, dtype=np.float64)
     if U.ndim != 2:
@@ -431,19 +531,41 @@ def person_level_mean(user_means, *, epsilon, delta, moment_order=2.0,
         raise ValueError(
             f"calibration must be 'tight' or 'paper', got {calibration!r}."
         )
-    seeds = make_seed_sequence(random_state).spawn(4)
+    seeds = make_seed_sequence(random_state).spawn(5)
     order = generator_from(seeds[0]).permutation(n)  # independent of the data
     third = n // 3
-    Y, P, V = U[order[:third]], U[order[third:2 * third]], U[order[2 * third:]]
+    radii = tcn_radii(d, moment_order=k, moment_bound=M, samples_per_user=m)
+    if n_threads != "auto":
+        radii = radii[:max(int(n_threads), 1) - 1] + radii[-1:]
+    if paper:
+        n_c, n_tau, n_t = third, 0, third
+        refine = False
+    else:
+        # Public group sizes: functions of (n, d, ε, δ) only.
+        threshold = stability_histogram_threshold(
+            *_coarse_coordinate_budget(epsilon, delta, d))[1]
+        n_c = max(1, min(math.ceil(COARSE_THRESHOLD_MULTIPLE * threshold), third))
+        tau_pairs = math.ceil(8.0 * math.log((TAU_GRID_STEPS + 1) / TAU_GAMMA) / epsilon)
+        n_tau = max(math.ceil(TAU_FRACTION * n),
+                    math.ceil(TAU_FEASIBILITY_MULTIPLE * 2 * tau_pairs))
+        if n - n_c - n_tau < n / 2:
+            n_tau = 0  # too few users: the public radius alone
+        rest = n - n_c - n_tau
+        n_t = max(1, min(rest - 1, int(TCN_FRACTION * rest)))
+        refine = n_t >= 2 * (len(radii) + 1)
+    Y = U[order[:n_c]]
+    T = U[order[n_c:n_c + n_tau]]
+    P = U[order[n_c + n_tau:n_c + n_tau + n_t]]
+    V = U[order[n_c + n_tau + n_t:]]
     coarse_budget = (epsilon / 2, delta / 2) if paper else (epsilon, delta)
     center, coarse_loss, n_failed = coarse_estimate(
         Y, epsilon=coarse_budget[0], delta=coarse_budget[1], moment_bound=M,
         samples_per_user=m, width_factor=16.0 if paper else 4.0,
         random_state=seeds[1])
-    radii = tcn_radii(d, moment_order=k, moment_bound=M, samples_per_user=m)
-    if n_threads != "auto":
-        radii = radii[:max(int(n_threads), 1) - 1] + radii[-1:]
-    L = len(radii)
+    # Tight: one more (refinement) layer after the recursion's layers, radius
+    # = public 95 % bound on the previous layer's noise + the spread radius.
+    spread = M * math.sqrt(d * max(1.0, math.log(m)) / m)
+    L = len(radii) + (1 if refine else 0)
     if not paper:
         layer_budget = (epsilon, delta)
     elif L == 1:
@@ -455,16 +577,20 @@ def person_level_mean(user_means, *, epsilon, delta, moment_order=2.0,
     layer_seeds = seeds[2].spawn(L)
     layer_losses = []
     centers = [center]
-    for rows, rho, seed in zip(blocks, radii, layer_seeds):
+    center_error = None
+    for i, (rows, seed) in enumerate(zip(blocks, layer_seeds)):
+        rho = radii[i] if i < len(radii) else center_error + spread
+        if i >= len(radii):
+            radii = radii + [rho]
         center, layer_zcdp = clip_noise_mean(P[rows], epsilon=layer_budget[0],
                                              delta=layer_budget[1], radius=rho,
                                              center=center, random_state=seed)
         layer_losses.append(zcdp_to_approx_dp(layer_zcdp.rho, layer_budget[1]))
         centers.append(center)
-    # Public bound on the last layer's noise (Gaussian of per-coordinate sd
-    # ≈ (2ρ_T/n_T)/√(2ρ_zCDP), norm ≤ sd(√d + √(2 ln 20)) w.p. 0.95).
-    noise_sd = 2.0 * radii[-1] / len(blocks[-1]) / math.sqrt(2.0 * layer_zcdp.rho)
-    center_error = noise_sd * (math.sqrt(d) + math.sqrt(2.0 * math.log(20.0)))
+        # Public bound on this layer's noise (Gaussian of per-coordinate sd
+        # ≈ (2ρ/n_l)/√(2ρ_zCDP), norm ≤ sd(√d + √(2 ln 20)) w.p. 0.95).
+        noise_sd = 2.0 * rho / len(rows) / math.sqrt(2.0 * layer_zcdp.rho)
+        center_error = noise_sd * (math.sqrt(d) + math.sqrt(2.0 * math.log(20.0)))
     final_eps, final_delta = (epsilon / 4, delta / 4) if paper else (epsilon, delta)
     balance = (M * (V.shape[0] * final_eps) ** (1 / k) * d ** (0.5 - 1 / k)
                / (math.log(1 / final_delta) ** (1 / (2 * k)) * m ** (1 - 1 / k)))
@@ -473,7 +599,17 @@ def person_level_mean(user_means, *, epsilon, delta, moment_order=2.0,
     # spec's suggestion ρ_T (≥ 12M√(d/m), sized for the *coarse* centre's
     # error) was measured 4-5× less accurate with many users.
     floor = M * math.sqrt(d * (1.0 if paper else max(1.0, math.log(m))) / m)
-    final_radius = max(floor, balance) + (0.0 if paper else center_error)
+    spread_radius = max(floor, balance)
+    tau = None
+    tau_loss = []
+    if n_tau > 0:
+        # Private spread (pair distances of the τ group, ε-DP, its own
+        # users): the final radius is the smaller of the public ρ* and τ̂.
+        tau = private_tau(T, epsilon, value_range=spread_radius, gamma=TAU_GAMMA,
+                          rng=generator_from(seeds[4]))
+        spread_radius = min(spread_radius, tau)
+        tau_loss = [PureDP(epsilon)]
+    final_radius = spread_radius + (0.0 if paper else center_error)
     mean, loss = clip_noise_mean(V, epsilon=final_eps, delta=final_delta,
                                  radius=final_radius, center=center,
                                  random_state=seeds[3])
@@ -484,8 +620,8 @@ def person_level_mean(user_means, *, epsilon, delta, moment_order=2.0,
                                              L, delta / 8))
         total = compose(coarse_loss, tcn_loss, final_loss)
     else:
-        total = compose_parallel(coarse_loss, *layer_losses, final_loss)
+        total = compose_parallel(coarse_loss, *tau_loss, *layer_losses, final_loss)
     info = dict(radii=radii, final_radius=final_radius, n_coarse=Y.shape[0],
-                n_tcn=P.shape[0], n_final=V.shape[0], coarse_failed=n_failed,
-                centers=centers)
+                n_tau=T.shape[0], n_tcn=P.shape[0], n_final=V.shape[0],
+                coarse_failed=n_failed, centers=centers, tau=tau)
     return mean, total, info

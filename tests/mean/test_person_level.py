@@ -38,9 +38,14 @@ def test_spend_is_epsilon_in_both_calibrations(calibration):
                                          moment_bound=T5_SIGMA4, samples_per_user=10,
                                          calibration=calibration, random_state=0)
     assert loss == PureDP(0.7) or loss.epsilon == pytest.approx(0.7)
-    assert info["n_coarse"] + info["n_fine"] == 500
-    expected_share = 0.5 if calibration == "paper" else 0.25
-    assert info["n_coarse"] == math.ceil(expected_share * 500)
+    assert info["n_coarse"] + info["n_recenter"] + info["n_fine"] == 500
+    if calibration == "paper":
+        assert info["n_coarse"] == math.ceil(0.5 * 500) and info["n_recenter"] == 0
+    else:
+        # Public rule: max(5 % of n, users the exponential mechanism needs
+        # over its l = 12 bins, 16 ln(l/beta)/(3 eps) = 37); 10 % re-centre.
+        assert info["n_coarse"] == max(math.ceil(0.05 * 500), 37)
+        assert info["n_recenter"] == math.ceil(0.1 * 500)
     width = (16.0 if calibration == "paper" else 4.0) * T5_SIGMA4 / math.sqrt(10)
     assert info["coarse_width"] == pytest.approx(width)
 
@@ -69,8 +74,8 @@ def test_coarse_center_is_within_its_error_bound():
         S = _t5_user_means(rng, 1000, 10)
         _, _, info = person_level_mean_1d(S, epsilon=1.0, bound=1000.0, moment_order=4,
                                           moment_bound=T5_SIGMA4, samples_per_user=10,
-                                          random_state=s)
-        misses += abs(info["center"] - 2.0) > info["coarse_error"]
+                                          coarse_fraction=0.25, random_state=s)
+        misses += abs(info["coarse_center"] - 2.0) > info["coarse_error"]
     assert stats.binom.sf(31, 250, 1 / 16) < 1e-3
     assert misses <= 2
 
@@ -170,7 +175,8 @@ def test_person_level_mean_accuracy_and_spend():
                                              moment_order=4, moment_bound=T5_SIGMA4,
                                              samples_per_user=m, random_state=s)
         assert _meets(loss, 1.0, 1e-6) and isinstance(loss, ApproxDP)
-        assert info["n_coarse"] + info["n_tcn"] + info["n_final"] == n
+        assert (info["n_coarse"] + info["n_tau"] + info["n_tcn"] + info["n_final"]
+                == n)
         errs.append(np.linalg.norm(mean - U.mean(axis=0)))
     # Final stage noise: Gaussian, l2 sensitivity 2 rho*/n_V, about
     # 2 * rho* * sqrt(d) * 5 / (n_V eps) in norm; sampling error is ~0.
@@ -248,8 +254,8 @@ def test_estimator_audit(d, delta):
 
 def test_one_feature_with_delta_uses_the_1d_pipeline_without_a_bound():
     # delta > 0: the coarse step is the stability histogram (no bound);
-    # spend (eps, delta) by parallel composition; 3/4 of the users go to the
-    # fine stage (radii_ has one entry).
+    # spend (eps, delta) by parallel composition; 5 % coarse, 10 % re-centring,
+    # the rest in the fine stage (radii_ has one entry).
     rng = np.random.default_rng(8)
     n, m = 4000, 10
     mu = 123.0  # far from any default: no bound is declared
@@ -265,5 +271,6 @@ def test_one_feature_with_delta_uses_the_1d_pipeline_without_a_bound():
                                          delta=1e-6, moment_order=4,
                                          moment_bound=T5_SIGMA4, samples_per_user=m,
                                          random_state=0)
-    assert info["n_fine"] == n - math.ceil(0.25 * n)
+    assert info["n_coarse"] == math.ceil(0.05 * n)
+    assert info["n_fine"] == n - math.ceil(0.05 * n) - math.ceil(0.1 * n)
     assert loss.delta <= 1e-6 and loss.epsilon <= 1.0
