@@ -54,7 +54,7 @@ import numpy as np
 from ..mechanisms import exponential_mechanism
 
 __all__ = ["tau_bounded_rows", "tau_sub_gaussian", "private_tau",
-           "private_tau_feasible"]
+           "private_tau_feasible", "private_tau_min_users"]
 
 # Candidate radii 2R·2^(-j/2), j = 0..TAU_GRID_STEPS (down to about 2^-30·2R).
 TAU_GRID_STEPS = 60
@@ -145,6 +145,30 @@ def tau_grid(value_range):
     return 2.0 * value_range * 2.0 ** (-0.5 * np.arange(TAU_GRID_STEPS + 1))
 
 
+def private_tau_min_users(epsilon, gamma):
+    """Fewest users with which :func:`private_tau` is feasible (public rule).
+
+    Returns
+    -------
+    n_users : int
+        ``2⌈8 ln((J + 1)/γ)/ε⌉``, the smallest n with
+        :func:`private_tau_feasible`.
+
+    Examples
+    --------
+    >>> from skuserdp.mean._concentration import (private_tau_feasible,
+    ...                                           private_tau_min_users)
+    >>> n = private_tau_min_users(1.0, 0.1)
+    >>> n, private_tau_feasible(n, 1.0, 0.1), private_tau_feasible(n - 2, 1.0, 0.1)
+    (104, True, False)
+    """
+    return 2 * math.ceil(_tau_needed(gamma) / epsilon)
+
+
+def _tau_needed(gamma):
+    return 8.0 * math.log((TAU_GRID_STEPS + 1) / gamma)
+
+
 def private_tau_feasible(n_users, epsilon, gamma):
     """Whether :func:`private_tau` can locate the bulk (public rule).
 
@@ -170,8 +194,7 @@ def private_tau_feasible(n_users, epsilon, gamma):
     >>> private_tau_feasible(300, 0.05, 0.01), private_tau_feasible(4000, 0.1, 0.01)
     (False, True)
     """
-    needed = 8.0 * math.log((TAU_GRID_STEPS + 1) / gamma)
-    return (int(n_users) // 2) * epsilon >= needed
+    return (int(n_users) // 2) * epsilon >= _tau_needed(gamma)
 
 
 def private_tau(vectors, epsilon, *, value_range, gamma, rng):

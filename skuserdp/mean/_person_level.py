@@ -48,9 +48,9 @@ Pipeline (pure ε-DP, replace-one user neighbours, n public):
 Privacy: the stages see disjoint users chosen independently of the data,
 and every radius, centre and group size is public or an earlier private
 output, so by (adaptive) parallel composition (spec §1.7) the pipeline is
-ε-DP (resp. (ε, δ)) when each stage is (``calibration="tight"``). ``calibration="paper"``
-runs the paper's constants instead: halves of the users, ``r = 16M/√m``
-and ε/2 per stage with basic composition.
+ε-DP (resp. (ε, δ)) when each stage is (``calibration="tight"``).
+``calibration="paper"`` runs the paper's constants instead: halves of the
+users, ``r = 16M/√m`` and ε/2 per stage with basic composition.
 """
 
 import math
@@ -72,10 +72,10 @@ from ..privacy import (
 from ..utils._random import generator_from, make_seed_sequence
 from ..utils._validation import check_positive_scalar
 from ._clip_noise import clip_noise_mean
-from ._concentration import TAU_GRID_STEPS, private_tau
+from ._concentration import private_tau, private_tau_min_users
 
-__all__ = ["person_level_mean_1d", "fine_radius_1d", "coarse_estimate", "tcn_radii",
-           "person_level_mean"]
+__all__ = ["person_level_mean_1d", "plan_person_level_1d", "fine_radius_1d",
+           "coarse_estimate", "tcn_radii", "person_level_mean"]
 
 # Tight calibration: fixed public constants of the user split (see the
 # docstrings of person_level_mean_1d and person_level_mean). Chosen once for
@@ -132,6 +132,71 @@ def fine_radius_1d(n_fine, epsilon, *, moment_order, moment_bound, samples_per_u
     balance = ((n_fine * epsilon / math.log(2.0 / beta)) ** (1.0 / k)
                / m ** (1.0 - 1.0 / k))
     return M * max(floor, balance)
+
+
+def plan_person_level_1d(n_users, epsilon, *, delta=0.0, bound=None,
+                         moment_order=2.0, moment_bound=1.0, samples_per_user,
+                         beta=0.1, coarse_fraction=0.05, calibration="tight"):
+    """Public plan of :func:`person_level_mean_1d`: group sizes and radii.
+
+    Every value is a function of the public inputs only (n, ε, δ, R, k, M,
+    m, β and the module constants), never of the data.
+
+    Returns
+    -------
+    plan : dict
+        ``n_coarse``, ``n_recenter``, ``n_fine``, ``stage_epsilon`` (ε of
+        each stage), ``width`` r (coarse bucket), ``u`` (coarse error,
+        ``1.5r``; paper ``2r``), ``recenter_radius`` (None without the layer),
+        ``center_error`` (u, or the re-centring layer's public 95 % noise
+        bound ``2ρ_r/(n_r ε)·ln 20``), ``rho0`` and ``radius``
+        ``ρ = center_error + ρ₀`` of the fine stage.
+
+    Examples
+    --------
+    >>> from skuserdp.mean._person_level import plan_person_level_1d
+    >>> plan = plan_person_level_1d(4000, 1.0, bound=10.0, moment_bound=1.0,
+    ...                             samples_per_user=10)
+    >>> plan["n_coarse"], plan["n_recenter"], plan["n_fine"]
+    (200, 400, 3400)
+    """
+    n, M, m = int(n_users), float(moment_bound), int(samples_per_user)
+    if calibration == "paper":
+        share, width_factor, stage_eps, u_factor = 0.5, 16.0, epsilon / 2.0, 2.0
+    else:
+        share, width_factor, stage_eps, u_factor = coarse_fraction, 4.0, epsilon, 1.5
+    r = width_factor * M / math.sqrt(m)
+    if calibration == "paper":
+        n_c = min(n - 1, max(1, math.ceil(share * n)))
+        n_r = 0
+    else:
+        if delta == 0:
+            # Exponential mechanism over l bins: a far bin wins w.p. at most
+            # l·exp(−3εn_c/16) (module docstring), ≤ β from this many users.
+            n_bins = math.ceil(2.0 * (float(bound) + 2.0 * r) / r)
+            n_min = math.ceil(16.0 * math.log(n_bins / beta) / (3.0 * stage_eps))
+        else:
+            # The kept bucket needs a noisy count above the threshold.
+            n_min = math.ceil(COARSE_THRESHOLD_MULTIPLE * stability_histogram_threshold(
+                stage_eps, delta)[1])
+        n_c = min(n - 1, max(1, math.ceil(share * n), min(n_min, math.ceil(n / 4))))
+        n_r = math.ceil(RECENTER_FRACTION * n)
+        if n - n_c - n_r < n / 2:
+            n_r = 0  # too few users for three groups: no re-centring layer
+    n_f = n - n_c - n_r
+    u = u_factor * r
+    recenter_radius, center_error = None, u
+    if n_r > 0:
+        recenter_radius = u + fine_radius_1d(n_r, stage_eps, moment_order=moment_order,
+                                             moment_bound=M, samples_per_user=m,
+                                             beta=beta)
+        # Discrete Laplace of scale b = 2ρ_r/(n_r ε) exceeds b·ln 20 w.p. 1/20.
+        center_error = 2.0 * recenter_radius / (n_r * stage_eps) * math.log(20.0)
+    rho0 = fine_radius_1d(n_f, stage_eps, moment_order=moment_order, moment_bound=M,
+                          samples_per_user=m, beta=beta)
+    return dict(n_coarse=n_c, n_recenter=n_r, n_fine=n_f, stage_epsilon=stage_eps,
+                width=r, u=u, recenter_radius=recenter_radius,
+                center_error=center_error, rho0=rho0, radius=center_error + rho0)
 
 
 def person_level_mean_1d(values, *, epsilon, bound=None, delta=0.0, moment_order=2.0,
@@ -221,36 +286,20 @@ def person_level_mean_1d(values, *, epsilon, bound=None, delta=0.0, moment_order
         raise ValueError(
             f"calibration must be 'tight' or 'paper', got {calibration!r}."
         )
-    if calibration == "paper":
-        share, width_factor, stage_eps = 0.5, 16.0, epsilon / 2.0
-    else:
-        if not 0 < coarse_fraction < 1:
-            raise ValueError(
-                f"coarse_fraction must be in (0, 1), got {coarse_fraction!r}."
-            )
-        share, width_factor, stage_eps = coarse_fraction, 4.0, epsilon
+    if calibration == "tight" and not 0 < coarse_fraction < 1:
+        raise ValueError(
+            f"coarse_fraction must be in (0, 1), got {coarse_fraction!r}."
+        )
+    plan = plan_person_level_1d(n, epsilon, delta=delta, bound=bound,
+                                moment_order=moment_order, moment_bound=M,
+                                samples_per_user=m, beta=beta,
+                                coarse_fraction=coarse_fraction,
+                                calibration=calibration)
+    n_c, n_r, r, u = plan["n_coarse"], plan["n_recenter"], plan["width"], plan["u"]
+    stage_eps = plan["stage_epsilon"]
     split_seed, coarse_seed, fine_seed, recenter_seed = (
         make_seed_sequence(random_state).spawn(4))
     order = generator_from(split_seed).permutation(n)  # independent of the data
-    r = width_factor * M / math.sqrt(m)
-    if calibration == "paper":
-        n_c = min(n - 1, max(1, math.ceil(share * n)))
-        n_r = 0
-    else:
-        # Public group sizes (functions of n, ε, δ, R, M, m only).
-        if delta == 0:
-            # Exponential mechanism over l bins: a far bin wins w.p. at most
-            # l·exp(−3εn_c/16) (module docstring), ≤ β from this many users.
-            n_bins = math.ceil(2.0 * (R + 2.0 * r) / r)
-            n_min = math.ceil(16.0 * math.log(n_bins / beta) / (3.0 * stage_eps))
-        else:
-            # The kept bucket needs a noisy count above the threshold.
-            n_min = math.ceil(COARSE_THRESHOLD_MULTIPLE * stability_histogram_threshold(
-                stage_eps, delta)[1])
-        n_c = min(n - 1, max(1, math.ceil(share * n), min(n_min, math.ceil(n / 4))))
-        n_r = math.ceil(RECENTER_FRACTION * n)
-        if n - n_c - n_r < n / 2:
-            n_r = 0  # too few users for three groups: no re-centring layer
     coarse = S[order[:n_c]]
     recenter = S[order[n_c:n_c + n_r]]
     fine = S[order[n_c + n_r:]]
@@ -270,24 +319,17 @@ def person_level_mean_1d(values, *, epsilon, bound=None, delta=0.0, moment_order
                 "(a public default). Privacy is unaffected; use more users or a "
                 "larger epsilon or delta.", AccuracyWarning, stacklevel=2)
             center = 0.0
-    u = 1.5 * r if calibration == "tight" else 2.0 * r
-    coarse_center, error_bound, losses = center, u, [coarse_loss]
-    recenter_radius = None
+    coarse_center, losses = center, [coarse_loss]
     if n_r > 0:
         # Re-centring layer: clip-and-noise around the coarse centre on its
         # own users; its public 95 % error bound replaces u in the final
-        # radius (the Laplace noise of scale b exceeds b·ln 20 w.p. 1/20).
-        recenter_radius = u + fine_radius_1d(n_r, stage_eps, moment_order=moment_order,
-                                             moment_bound=M, samples_per_user=m,
-                                             beta=beta)
+        # radius.
         c, recenter_loss = clip_noise_mean(recenter[:, None], epsilon=stage_eps,
-                                           delta=0.0, radius=recenter_radius,
+                                           delta=0.0, radius=plan["recenter_radius"],
                                            center=center, random_state=recenter_seed)
         center = float(c[0])
-        error_bound = 2.0 * recenter_radius / (n_r * stage_eps) * math.log(20.0)
         losses.append(recenter_loss)
-    rho = error_bound + fine_radius_1d(fine.size, stage_eps, moment_order=moment_order,
-                                       moment_bound=M, samples_per_user=m, beta=beta)
+    rho = plan["radius"]
     mean, fine_loss = clip_noise_mean(fine[:, None], epsilon=stage_eps, delta=0.0,
                                       radius=rho, center=center,
                                       random_state=fine_seed)
@@ -299,7 +341,7 @@ def person_level_mean_1d(values, *, epsilon, bound=None, delta=0.0, moment_order
         loss = compose_parallel(*losses)
     info = dict(coarse_width=r, coarse_error=u, radius=rho, n_coarse=n_c,
                 n_recenter=n_r, n_fine=fine.size, coarse_center=coarse_center,
-                recenter_radius=recenter_radius, center=center)
+                recenter_radius=plan["recenter_radius"], center=center)
     return float(mean[0]), loss, info
 
 
@@ -545,9 +587,9 @@ def person_level_mean(user_means, *, epsilon, delta, moment_order=2.0,
         threshold = stability_histogram_threshold(
             *_coarse_coordinate_budget(epsilon, delta, d))[1]
         n_c = max(1, min(math.ceil(COARSE_THRESHOLD_MULTIPLE * threshold), third))
-        tau_pairs = math.ceil(8.0 * math.log((TAU_GRID_STEPS + 1) / TAU_GAMMA) / epsilon)
         n_tau = max(math.ceil(TAU_FRACTION * n),
-                    math.ceil(TAU_FEASIBILITY_MULTIPLE * 2 * tau_pairs))
+                    math.ceil(TAU_FEASIBILITY_MULTIPLE
+                              * private_tau_min_users(epsilon, TAU_GAMMA)))
         if n - n_c - n_tau < n / 2:
             n_tau = 0  # too few users: the public radius alone
         rest = n - n_c - n_tau

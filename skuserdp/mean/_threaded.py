@@ -10,11 +10,15 @@ estimator.
 
 import warnings
 
+import numpy as np
 from sklearn.utils._param_validation import Integral, Interval, Real, StrOptions
 
 from ..base import UserLevelMeanEstimator
 from ..utils._docstrings import fill_doc
+from ..privacy import compose
+from ..utils._random import make_seed_sequence
 from ._person_level import person_level_mean, person_level_mean_1d
+from ._person_level_pure import person_level_mean_pure
 
 __all__ = ["ThreadedClipNoiseEstimator"]
 
@@ -42,8 +46,8 @@ class ThreadedClipNoiseEstimator(UserLevelMeanEstimator):
     ----------
     {epsilon}
     delta : float, default=1e-6
-        Failure probability δ, in ``[0, 1)``. ``0`` (pure ε-DP) is available
-        for one feature (with ``bound``).
+        Failure probability δ, in ``[0, 1)``. ``0`` gives pure ε-DP (needs
+        ``bound``).
     moment_order : float, default=2.0
         Public k ≥ 2: every direction of the samples has a bounded k-th
         central moment. A larger k is a stronger assumption (less clipping
@@ -57,7 +61,15 @@ class ThreadedClipNoiseEstimator(UserLevelMeanEstimator):
         Number of threaded layers; ``"auto"`` from the paper's recursion
         (one layer unless d is very large compared with m).
     bound : float, default=None
-        Public bound R on ``|μ|`` (needed by the pure 1-D route only).
+        Public bound R on every ``|μ_j|`` (needed when ``delta=0`` only).
+    method : {"auto", "pure"}, default="auto"
+        ``"auto"``: Algorithm 4 (δ > 0, several features), the 1-D estimator
+        (δ > 0, one feature) or the 1-D estimator per feature with ε/d
+        (δ = 0). ``"pure"``: Algorithm 8 of the paper (``delta=0``, at most
+        two features; exact scores, about 10⁵ comparisons for two features,
+        each a pass over the users — seconds to minutes). It is there as the
+        paper's reference pure-DP estimator: with the paper's grids it was
+        measured 2–5× less accurate than ``"auto"`` (``benchmarks/README.md``).
     {calibration}
         ``"tight"``: every stage sees disjoint users and spends the whole
         budget (parallel composition), bucket width ``4M/√m``.
@@ -72,7 +84,8 @@ class ThreadedClipNoiseEstimator(UserLevelMeanEstimator):
         The private mean.
     radii_ : list of float
         Public clipping radii of the threaded layers and, last, of the final
-        stage (one fine radius for the 1-D pure route).
+        stage (the 1-D routes: one fine radius; ``method="pure"``: the
+        truncation radius of the comparisons).
     n_users_ : int
         Number of users.
     epsilon_, delta_ : float
@@ -119,11 +132,12 @@ class ThreadedClipNoiseEstimator(UserLevelMeanEstimator):
         "samples_per_user": [Interval(Integral, 1, None, closed="left")],
         "n_threads": [StrOptions({"auto"}), Interval(Integral, 1, None, closed="left")],
         "bound": [None, Interval(Real, 0, None, closed="neither")],
+        "method": [StrOptions({"auto", "pure"})],
     }
     _min_users = 3
 
     def __init__(self, epsilon=1.0, delta=1e-6, *, moment_order=2.0, moment_bound=1.0,
-                 samples_per_user=1, n_threads="auto", bound=None,
+                 samples_per_user=1, n_threads="auto", bound=None, method="auto",
                  calibration="tight", random_state=None, n_jobs=None):
         self.epsilon = epsilon
         self.delta = delta
@@ -132,31 +146,52 @@ class ThreadedClipNoiseEstimator(UserLevelMeanEstimator):
         self.samples_per_user = samples_per_user
         self.n_threads = n_threads
         self.bound = bound
+        self.method = method
         self.calibration = calibration
         self.random_state = random_state
         self.n_jobs = n_jobs
 
     def _fit_user_means(self, U):
         n, d = U.shape
-        if self.delta == 0 and d != 1:
+        if self.delta == 0 and self.bound is None:
             raise ValueError(
-                "delta=0 (pure DP) is available for one feature only; the "
-                "paper's pure estimator in several dimensions takes "
-                "exponential time. Use a small delta > 0."
+                "delta=0 needs a public bound R on |mean| (bound=...): the "
+                "pure-DP coarse step searches [-R, R]."
             )
-        if d == 1:
-            if self.delta == 0 and self.bound is None:
+        if self.method == "pure":
+            if self.delta != 0:
                 raise ValueError(
-                    "delta=0 needs a public bound R on |mean| (bound=...): the "
-                    "pure-DP coarse step searches [-R, R]."
+                    "method='pure' is the paper's pure ε-DP estimator: set delta=0."
                 )
-            mean, loss, info = person_level_mean_1d(
-                U[:, 0], epsilon=self.epsilon, delta=self.delta, bound=self.bound,
-                moment_order=self.moment_order, moment_bound=self.moment_bound,
-                samples_per_user=self.samples_per_user,
-                calibration=self.calibration, random_state=self.random_state)
+            if d > 2:
+                raise ValueError(
+                    f"method='pure' is limited to 2 features (got {d}): its cost "
+                    "grows like (16√d)^(2d) comparisons (10^8 at d = 3). Use "
+                    "method='auto' (one pure 1-D estimate per feature) or delta > 0."
+                )
+            mean, loss, info = person_level_mean_pure(
+                U, epsilon=self.epsilon, bound=self.bound,
+                moment_bound=self.moment_bound, samples_per_user=self.samples_per_user,
+                moment_order=self.moment_order, calibration=self.calibration,
+                random_state=self.random_state, n_jobs=self.n_jobs)
+            self.radii_ = [info["rho"]]
+            return mean, loss
+        if d == 1 or self.delta == 0:
+            # One feature, or pure DP: the 1-D pipeline per feature with ε/d
+            # (basic composition; d = 1 spends ε).
+            coordinate_seeds = make_seed_sequence(self.random_state).spawn(d)
+            means, losses = [], []
+            for j in range(d):
+                mean_j, loss_j, info = person_level_mean_1d(
+                    U[:, j], epsilon=self.epsilon / d, delta=self.delta / d,
+                    bound=self.bound, moment_order=self.moment_order,
+                    moment_bound=self.moment_bound,
+                    samples_per_user=self.samples_per_user,
+                    calibration=self.calibration, random_state=coordinate_seeds[j])
+                means.append(mean_j)
+                losses.append(loss_j)
             self.radii_ = [info["radius"]]
-            return [mean], loss
+            return np.asarray(means), compose(*losses)
         if self.delta >= 1.0 / n:
             warnings.warn(
                 f"delta={self.delta:g} is not below 1/n_users = {1 / n:.3g}: the "

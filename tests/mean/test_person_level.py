@@ -228,9 +228,13 @@ def test_estimator_routes_and_errors():
     with pytest.raises(ValueError, match="bound"):
         ThreadedClipNoiseEstimator(delta=0.0, samples_per_user=m).fit(X1, groups=g)
     X3 = 1.5 + rng.standard_t(5, size=(n * m, 3))
-    with pytest.raises(ValueError, match="one feature"):
-        ThreadedClipNoiseEstimator(delta=0.0, bound=10.0,
-                                   samples_per_user=m).fit(X3, groups=g)
+    # delta = 0, several features: the 1-D pipeline per feature at eps/d.
+    per_feature = ThreadedClipNoiseEstimator(
+        epsilon=1.0, delta=0.0, moment_order=4, moment_bound=T5_SIGMA4,
+        samples_per_user=m, bound=10.0, random_state=0).fit(X3, groups=g)
+    assert per_feature.privacy_loss_.epsilon == pytest.approx(1.0)
+    assert isinstance(per_feature.privacy_loss_, PureDP)
+    assert np.linalg.norm(per_feature.mean_ - 1.5) < 0.3
     approx = ThreadedClipNoiseEstimator(epsilon=1.0, delta=1e-6, moment_order=4,
                                         moment_bound=T5_SIGMA4, samples_per_user=m,
                                         random_state=0).fit(X3, groups=g)
