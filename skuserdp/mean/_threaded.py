@@ -69,7 +69,7 @@ class ThreadedClipNoiseEstimator(UserLevelMeanEstimator):
         two features; exact scores, about 10⁵ comparisons for two features,
         each a pass over the users — seconds to minutes). It is there as the
         paper's reference pure-DP estimator: with the paper's grids it was
-        measured 2–5× less accurate than ``"auto"`` (``benchmarks/README.md``).
+        measured 4–6× less accurate than ``"auto"`` (``benchmarks/README.md``).
     {calibration}
         ``"tight"``: every stage sees disjoint users and spends the whole
         budget (parallel composition), bucket width ``4M/√m``.
