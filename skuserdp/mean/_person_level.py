@@ -473,9 +473,48 @@ def tcn_radii(n_features, *, moment_order, moment_bound, samples_per_user,
     return radii + [floor]
 
 
+def _bounded_coarse_step(epsilon, delta, d):
+    """Per-coordinate ε₀ of the bounded coarse step and the composed loss."""
+    eps0 = (epsilon if d == 1
+            else advanced_composition_step(epsilon, delta, d))  # ≥ ε/d
+    loss = PureDP(eps0) if d == 1 else compose_homogeneous(PureDP(eps0), d, delta)
+    return eps0, loss
+
+
+def _bounded_coarse_users(epsilon, delta, d, bound, M, m, beta):
+    """Users the bounded coarse step needs (public): ``16 ln(l·d/β)/(3ε₀)``.
+
+    Per coordinate, the exponential mechanism over ``l`` bins picks a bin
+    outside ``μ_j ± r`` with probability at most ``l·e^{−3ε₀n_c/16}`` (see
+    the module docstring); this many users make it ``β/d``.
+    """
+    eps0, _ = _bounded_coarse_step(epsilon, delta, d)
+    r = 4.0 * M / math.sqrt(m)
+    n_bins = math.ceil(2.0 * (float(bound) + 2.0 * r) / r)
+    return math.ceil(16.0 * math.log(n_bins * d / beta) / (3.0 * eps0))
+
+
+def _bounded_coarse(Y, epsilon, delta, bound, M, m, *, random_state):
+    """Coarse location from a public box: Algorithm 1 on every coordinate.
+
+    :func:`~skuserdp.mechanisms.private_range` (pure ε₀, exact exponential
+    mechanism over the bins of ``[−R − 2r, R + 2r]``, ``r = 4M/√m``) on each
+    coordinate, ε₀ the largest per-coordinate ε whose d-fold composition
+    (better of basic and advanced, slack δ) is at most (ε, δ). Same
+    ``1.5r`` guarantee per coordinate as the stability histogram, but it
+    needs no release threshold, so far fewer users.
+    """
+    d = Y.shape[1]
+    eps0, loss = _bounded_coarse_step(epsilon, delta, d)
+    r = 4.0 * M / math.sqrt(m)
+    lower, upper = private_range(Y.T, eps0, tau=r, bound=float(bound) + 2.0 * r,
+                                 bin_width=r, random_state=random_state)
+    return 0.5 * (np.asarray(lower) + np.asarray(upper)), loss
+
+
 def person_level_mean(user_means, *, epsilon, delta, moment_order=2.0,
                       moment_bound=1.0, samples_per_user, n_threads="auto",
-                      calibration="tight", random_state=None):
+                      bound=None, beta=0.1, calibration="tight", random_state=None):
     """(ε, δ)-DP person-level mean in d dimensions (AKMMSU Algorithm 4).
 
     Disjoint groups of users, drawn by a data-independent permutation:
@@ -530,6 +569,14 @@ def person_level_mean(user_means, *, epsilon, delta, moment_order=2.0,
     n_threads : "auto" or int, default="auto"
         Number of TCN layers T: ``"auto"`` from :func:`tcn_radii`; an int
         caps it (the last layer always uses the floor radius).
+    bound : float, default=None
+        Public R with ``‖μ‖_∞ ≤ R`` (tight calibration only). When given, the
+        coarse step is Algorithm 1 on every coordinate over ``[−R, R]``
+        (:func:`~skuserdp.mechanisms.private_range`, pure ε₀ per coordinate,
+        composed to (ε, δ)), which needs ``16 ln(l·d/β)/(3ε₀)`` users
+        instead of three times the stability histogram's threshold.
+    beta : float, default=0.1
+        Failure probability behind the bounded coarse step's group size.
     calibration : {"tight", "paper"}, default="tight"
         See above.
     random_state : int, RandomState, SeedSequence or None, default=None
@@ -583,10 +630,14 @@ def person_level_mean(user_means, *, epsilon, delta, moment_order=2.0,
         n_c, n_tau, n_t = third, 0, third
         refine = False
     else:
-        # Public group sizes: functions of (n, d, ε, δ) only.
-        threshold = stability_histogram_threshold(
-            *_coarse_coordinate_budget(epsilon, delta, d))[1]
-        n_c = max(1, min(math.ceil(COARSE_THRESHOLD_MULTIPLE * threshold), third))
+        # Public group sizes: functions of (n, d, ε, δ, R) only.
+        if bound is None:
+            threshold = stability_histogram_threshold(
+                *_coarse_coordinate_budget(epsilon, delta, d))[1]
+            n_c = math.ceil(COARSE_THRESHOLD_MULTIPLE * threshold)
+        else:
+            n_c = _bounded_coarse_users(epsilon, delta, d, bound, M, m, beta)
+        n_c = max(1, min(n_c, third))
         n_tau = max(math.ceil(TAU_FRACTION * n),
                     math.ceil(TAU_FEASIBILITY_MULTIPLE
                               * private_tau_min_users(epsilon, TAU_GAMMA)))
@@ -600,10 +651,15 @@ def person_level_mean(user_means, *, epsilon, delta, moment_order=2.0,
     P = U[order[n_c + n_tau:n_c + n_tau + n_t]]
     V = U[order[n_c + n_tau + n_t:]]
     coarse_budget = (epsilon / 2, delta / 2) if paper else (epsilon, delta)
-    center, coarse_loss, n_failed = coarse_estimate(
-        Y, epsilon=coarse_budget[0], delta=coarse_budget[1], moment_bound=M,
-        samples_per_user=m, width_factor=16.0 if paper else 4.0,
-        random_state=seeds[1])
+    if bound is not None and not paper:
+        center, coarse_loss = _bounded_coarse(Y, epsilon, delta, bound, M, m,
+                                              random_state=seeds[1])
+        n_failed = 0
+    else:
+        center, coarse_loss, n_failed = coarse_estimate(
+            Y, epsilon=coarse_budget[0], delta=coarse_budget[1], moment_bound=M,
+            samples_per_user=m, width_factor=16.0 if paper else 4.0,
+            random_state=seeds[1])
     # Tight: one more (refinement) layer after the recursion's layers, radius
     # = public 95 % bound on the previous layer's noise + the spread radius.
     spread = M * math.sqrt(d * max(1.0, math.log(m)) / m)
