@@ -625,7 +625,7 @@ def person_level_mean(user_means, *, epsilon, delta, moment_order=2.0,
     third = n // 3
     radii = tcn_radii(d, moment_order=k, moment_bound=M, samples_per_user=m)
     if n_threads != "auto":
-        radii = radii[:max(int(n_threads), 1) - 1] + radii[-1:]
+        radii = radii[:min(max(int(n_threads), 1), len(radii)) - 1] + radii[-1:]
     if paper:
         n_c, n_tau, n_t = third, 0, third
         refine = False

@@ -321,3 +321,15 @@ def test_bounded_coarse_step_audit():
     res = audit_estimator(est, X, Xp, groups=g, groups_prime=gp, n_runs=1000,
                           random_state=0)
     assert not res.violation, str(res)
+
+
+def test_n_threads_caps_the_layer_count():
+    """``n_threads`` caps the recursion's layers; it never adds copies of the
+    floor layer (regression: n_threads = 3 with T = 1 gave [floor, floor])."""
+    U = np.random.default_rng(3).normal(size=(3000, 4))
+    kw = dict(epsilon=1.0, delta=1e-6, moment_order=4, moment_bound=1.0,
+              samples_per_user=10, random_state=0)
+    auto = person_level_mean(U, **kw)[2]["radii"]
+    for n_threads in (1, 2, 3, 5):
+        radii = person_level_mean(U, n_threads=n_threads, **kw)[2]["radii"]
+        assert radii == auto  # T = 1 here: one layer plus the refinement layer
