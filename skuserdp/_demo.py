@@ -51,13 +51,14 @@ DEMO_CONFIGS = {
     ],
     # Heavy-tail estimator, told only k = 2: every row deviates from the mean
     # with variance 0.25 (user spread) + 1 (row noise) per direction, so
-    # M = 1.2 >= sqrt(1.25); at least 5 rows per user. Not at eps = 0.5: its
-    # coordinate-wise coarse step then needs more than the 667 users of its
-    # third at d = 10 (it warns, and a demo fit must not warn).
+    # M = 1.2 >= sqrt(1.25); at least 5 rows per user; the public box
+    # |mu_j| <= 5 (its coarse step then needs ~400 users instead of ~900).
+    # delta = 0 runs the 1-D pipeline per feature at eps/d.
     "ThreadedClipNoiseEstimator": [
-        dict(epsilon=eps, delta=1e-6, moment_order=2, moment_bound=1.2,
-             samples_per_user=5)
-        for eps in (1.0, 2.0)
+        dict(epsilon=eps, delta=delta, moment_order=2, moment_bound=1.2,
+             samples_per_user=5, bound=5.0)
+        for delta in (1e-6, 0.0)
+        for eps in (0.5, 1.0, 2.0)
     ],
     # The same knowledge as a box: every coordinate of a user mean in [-5, 5].
     "WinsorizedMeanEstimator": [
