@@ -486,6 +486,16 @@ def candidate_scores(user_means, plan, *, n_jobs=None):
     return np.concatenate(parts)
 
 
+def _check_cost(plan, d, max_comparisons):
+    if plan["comparisons"] > max_comparisons:
+        raise ValueError(
+            f"pure-DP fine estimation in {d} dimensions needs "
+            f"{plan['comparisons']:,} comparisons, above max_comparisons="
+            f"{max_comparisons:,}: the paper's pure estimator is exponential in "
+            "the dimension (use d <= 2, or delta > 0 and the threaded estimator)."
+        )
+
+
 def fine_estimate(user_means, *, alpha, epsilon, moment_bound, samples_per_user,
                   moment_order=2.0, beta=0.1, calibration="tight",
                   max_comparisons=MAX_COMPARISONS, random_state=None, n_jobs=None):
@@ -527,13 +537,7 @@ def fine_estimate(user_means, *, alpha, epsilon, moment_bound, samples_per_user,
     plan = pure_fine_plan(n, d, alpha=alpha, epsilon=epsilon, moment_bound=moment_bound,
                           samples_per_user=samples_per_user, moment_order=moment_order,
                           beta=beta, calibration=calibration)
-    if plan["comparisons"] > max_comparisons:
-        raise ValueError(
-            f"pure-DP fine estimation in {d} dimensions needs {plan['comparisons']:,} "
-            f"comparisons, above max_comparisons={max_comparisons:,}: the paper's "
-            "pure estimator is exponential in the dimension (use d <= 2, or "
-            "delta > 0 and the threaded estimator)."
-        )
+    _check_cost(plan, d, max_comparisons)
     scores = candidate_scores(U, plan, n_jobs=n_jobs)
     rng = generator_from(make_seed_sequence(random_state))
     index = exponential_mechanism(scores, epsilon, 1.0, rng)
@@ -661,13 +665,7 @@ def person_level_mean_pure(user_means, *, epsilon, bound, moment_bound,
                                 moment_bound=M, samples_per_user=m,
                                 moment_order=moment_order, beta=beta,
                                 calibration=calibration)
-    if plan_check["comparisons"] > max_comparisons:
-        raise ValueError(
-            f"pure-DP fine estimation in {d} dimensions needs "
-            f"{plan_check['comparisons']:,} comparisons, above max_comparisons="
-            f"{max_comparisons:,}: the paper's pure estimator is exponential in "
-            "the dimension (use d <= 2, or delta > 0 and the threaded estimator)."
-        )
+    _check_cost(plan_check, d, max_comparisons)
     if not plan_check["feasible"]:
         warnings.warn(
             f"{fine_users.shape[0]} fine users are too few for the fine step to "
