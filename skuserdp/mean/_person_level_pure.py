@@ -323,8 +323,11 @@ def pure_fine_plan(n_users, n_features, *, alpha, epsilon, moment_bound,
     rho_s = rho - alpha_c / 8.0
     bias = clip_bias_bound(rho_s, moment_bound=M, samples_per_user=m,
                            moment_order=k)
-    log_s = math.log(2.0 * n_off * 4.0 / beta)
-    dev = math.sqrt(2.0 * M * M / m * log_s / n) + 4.0 * rho * log_s / (3.0 * n)
+    # Bernstein for each group's truncated mean (g users), union over the
+    # comparisons and the κ groups.
+    log_s = math.log(2.0 * n_off * kappa * 4.0 / beta)
+    dev = (math.sqrt(2.0 * M * M / m * log_s / group)
+           + 4.0 * rho * log_s / (3.0 * group))
     margin = 3.0 * alpha_c / 8.0 - bias - dev
     if paper:
         # Lemma 5.3's count: (κ+1)/2 groups, each moved by margin.
@@ -426,8 +429,10 @@ def comparison_cost(sorted_z, thresholds, *, cap=None):
     # The c with sum + (first c gains) < threshold form a prefix of 0..g.
     counts = ((short > 0).astype(np.int64)
               + (gains < short[:, None, :]).sum(axis=1)).astype(np.float64)
-    if cap is None:
-        counts[counts > group] = np.inf
+    # A count above g means no change suffices (only possible when every
+    # value of the group was examined, head == g); with a smaller head a
+    # count of head + 1 only means "more than cap", which the cap absorbs.
+    counts[counts > group] = np.inf
     half = (sorted_z.shape[0] + 1) // 2
     cost = np.sort(counts, axis=0)[:half].sum(axis=0)
     return cost if cap is None else np.minimum(cost, float(cap))
@@ -683,6 +688,8 @@ def person_level_mean_pure(user_means, *, epsilon, bound, moment_bound,
             coarse_fraction=coarse_fraction, calibration=calibration,
             random_state=coarse_seeds[j])
         coarse_losses.append(loss_j)
+    # Post-processing: the coarse estimate is clipped to the public box.
+    np.clip(coarse, -R, R, out=coarse)
     point, fine_loss, plan = fine_estimate(
         fine_users - coarse, alpha=alpha, epsilon=epsilon, moment_bound=M,
         samples_per_user=m, moment_order=moment_order, beta=beta,
