@@ -74,7 +74,8 @@ from ..utils._validation import check_positive_scalar
 from ._clip_noise import clip_noise_mean
 from ._concentration import private_tau, private_tau_min_users
 
-__all__ = ["person_level_mean_1d", "plan_person_level_1d", "fine_radius_1d",
+__all__ = ["person_level_mean_1d", "person_level_mean_per_feature",
+           "plan_person_level_1d", "fine_radius_1d",
            "coarse_estimate", "tcn_radii", "person_level_mean"]
 
 # Tight calibration: fixed public constants of the user split (see the
@@ -134,6 +135,26 @@ def fine_radius_1d(n_fine, epsilon, *, moment_order, moment_bound, samples_per_u
     return M * max(floor, balance)
 
 
+def range_coarse_bins(bound, width):
+    """Bins of the pure coarse step: width r over ``[−R − 2r, R + 2r]``."""
+    return math.ceil(2.0 * (float(bound) + 2.0 * width) / width)
+
+
+def range_coarse_failure(n_coarse, epsilon, n_bins):
+    """Bound ``l·e^{−3εn_c/16}`` on the pure coarse step picking a far bin.
+
+    With 7/8 of the ``n_c`` coarse users within r of μ, every bin outside
+    ``μ ± r`` scores at least ``7n_c/8`` against ``n_c/2`` (module
+    docstring).
+    """
+    return n_bins * math.exp(-3.0 * epsilon * n_coarse / 16.0)
+
+
+def range_coarse_users(epsilon, n_bins, failure):
+    """Fewest coarse users with :func:`range_coarse_failure` ``≤ failure``."""
+    return math.ceil(16.0 * math.log(n_bins / failure) / (3.0 * epsilon))
+
+
 def plan_person_level_1d(n_users, epsilon, *, delta=0.0, bound=None,
                          moment_order=2.0, moment_bound=1.0, samples_per_user,
                          beta=0.1, coarse_fraction=0.05, calibration="tight"):
@@ -173,8 +194,7 @@ def plan_person_level_1d(n_users, epsilon, *, delta=0.0, bound=None,
         if delta == 0:
             # Exponential mechanism over l bins: a far bin wins w.p. at most
             # l·exp(−3εn_c/16) (module docstring), ≤ β from this many users.
-            n_bins = math.ceil(2.0 * (float(bound) + 2.0 * r) / r)
-            n_min = math.ceil(16.0 * math.log(n_bins / beta) / (3.0 * stage_eps))
+            n_min = range_coarse_users(stage_eps, range_coarse_bins(bound, r), beta)
         else:
             # The kept bucket needs a noisy count above the threshold.
             n_min = math.ceil(COARSE_THRESHOLD_MULTIPLE * stability_histogram_threshold(
@@ -345,6 +365,48 @@ def person_level_mean_1d(values, *, epsilon, bound=None, delta=0.0, moment_order
     return float(mean[0]), loss, info
 
 
+def person_level_mean_per_feature(user_means, *, epsilon, delta=0.0, bound=None,
+                                  moment_order=2.0, moment_bound=1.0,
+                                  samples_per_user, coarse_fraction=0.05,
+                                  calibration="tight", random_state=None):
+    """:func:`person_level_mean_1d` on every feature at (ε/d, δ/d).
+
+    Basic composition over the d features gives (ε, δ) (pure ε-DP with
+    ``delta=0``); the seeds of the features are spawned from
+    ``random_state``.
+
+    Returns
+    -------
+    mean : ndarray of shape (n_features,)
+    loss : PureDP or ApproxDP
+    info : dict
+        The public plan facts of the last feature (the same for every
+        feature) and its private ``center``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skuserdp.mean._person_level import person_level_mean_per_feature
+    >>> U = np.random.default_rng(0).normal(1.0, 0.3, size=(4000, 2))
+    >>> mean, loss, _ = person_level_mean_per_feature(
+    ...     U, epsilon=1.0, bound=10.0, samples_per_user=10, random_state=0)
+    >>> mean.round(1), loss.epsilon
+    (array([1., 1.]), 1.0)
+    """
+    U = np.asarray(user_means, dtype=np.float64)
+    d = U.shape[1]
+    seeds = make_seed_sequence(random_state).spawn(d)
+    means, losses = np.empty(d), []
+    for j in range(d):
+        means[j], loss_j, info = person_level_mean_1d(
+            U[:, j], epsilon=epsilon / d, delta=delta / d, bound=bound,
+            moment_order=moment_order, moment_bound=moment_bound,
+            samples_per_user=samples_per_user, coarse_fraction=coarse_fraction,
+            calibration=calibration, random_state=seeds[j])
+        losses.append(loss_j)
+    return means, compose(*losses), info
+
+
 def _coarse_coordinate_budget(epsilon, delta, d):
     """Per-coordinate (ε₀, δ₀) of :func:`coarse_estimate` (public)."""
     basic = (epsilon / d, delta / d)
@@ -490,8 +552,7 @@ def _bounded_coarse_users(epsilon, delta, d, bound, M, m, beta):
     """
     eps0, _ = _bounded_coarse_step(epsilon, delta, d)
     r = 4.0 * M / math.sqrt(m)
-    n_bins = math.ceil(2.0 * (float(bound) + 2.0 * r) / r)
-    return math.ceil(16.0 * math.log(n_bins * d / beta) / (3.0 * eps0))
+    return range_coarse_users(eps0, range_coarse_bins(bound, r), beta / d)
 
 
 def _bounded_coarse(Y, epsilon, delta, bound, M, m, *, random_state):

@@ -56,10 +56,15 @@ from scipy import stats
 
 from ..exceptions import AccuracyWarning
 from ..mechanisms import exponential_mechanism
-from ..privacy import PureDP, compose, compose_parallel
+from ..privacy import PureDP, compose_parallel
 from ..utils._random import generator_from, make_seed_sequence
 from ..utils._validation import check_positive_scalar
-from ._person_level import person_level_mean_1d, plan_person_level_1d
+from ._person_level import (
+    person_level_mean_per_feature,
+    plan_person_level_1d,
+    range_coarse_bins,
+    range_coarse_failure,
+)
 
 __all__ = [
     "clip_bias_bound",
@@ -204,9 +209,8 @@ def person_level_error_bound_1d(n_users, epsilon, *, bound, moment_bound,
     if moment_order >= 4:                          # Markov on the 4th moment
         outlier = min(outlier, M ** 4 * (3.0 * m - 2.0) / (m ** 3 * r ** 4))
     outlier = min(1.0, outlier)
-    n_bins = math.ceil((2.0 * R + 4.0 * r) / r)
     coarse_fail = (float(stats.binom.sf(math.floor(n_c / 8.0), n_c, outlier))
-                   + n_bins * math.exp(-3.0 * eps_s * n_c / 16.0))
+                   + range_coarse_failure(n_c, eps_s, range_coarse_bins(R, r)))
     if coarse_fail >= beta / 2.0:
         return math.inf
     stages = 2 if plan["n_recenter"] > 0 else 1
@@ -543,10 +547,15 @@ def fine_estimate(user_means, *, alpha, epsilon, moment_bound, samples_per_user,
                           samples_per_user=samples_per_user, moment_order=moment_order,
                           beta=beta, calibration=calibration)
     _check_cost(plan, d, max_comparisons)
+    point = _sample_candidate(U, plan, epsilon, random_state, n_jobs)
+    return point, PureDP(epsilon), plan
+
+
+def _sample_candidate(U, plan, epsilon, random_state, n_jobs):
+    """The exponential mechanism over the exact scores (ε-DP, sensitivity 1)."""
     scores = candidate_scores(U, plan, n_jobs=n_jobs)
     rng = generator_from(make_seed_sequence(random_state))
-    index = exponential_mechanism(scores, epsilon, 1.0, rng)
-    return plan["candidates"][index].copy(), PureDP(epsilon), plan
+    return plan["candidates"][exponential_mechanism(scores, epsilon, 1.0, rng)].copy()
 
 
 # ----------------------------------------------------------------------------
@@ -666,37 +675,27 @@ def person_level_mean_pure(user_means, *, epsilon, bound, moment_bound,
         alpha = check_positive_scalar(alpha, "alpha")
         coarse_fraction = COARSE_SHARES[0]
     # Check the cost before spending any time on the data.
-    plan_check = pure_fine_plan(fine_users.shape[0], d, alpha=alpha, epsilon=epsilon,
-                                moment_bound=M, samples_per_user=m,
-                                moment_order=moment_order, beta=beta,
-                                calibration=calibration)
-    _check_cost(plan_check, d, max_comparisons)
-    if not plan_check["feasible"]:
+    plan = pure_fine_plan(fine_users.shape[0], d, alpha=alpha, epsilon=epsilon,
+                          moment_bound=M, samples_per_user=m, moment_order=moment_order,
+                          beta=beta, calibration=calibration)
+    _check_cost(plan, d, max_comparisons)
+    if not plan["feasible"]:
         warnings.warn(
             f"{fine_users.shape[0]} fine users are too few for the fine step to "
             f"certify accuracy alpha={alpha:.3g} (a good candidate's score bound "
-            f"{plan_check['good_score']} < {plan_check['needed_score']:.1f} needed); "
+            f"{plan['good_score']} < {plan['needed_score']:.1f} needed); "
             "the estimate is still private but may be off by up to "
             f"{2 * alpha:.3g} per coordinate.", AccuracyWarning, stacklevel=2)
-    coarse_seeds = seeds[1].spawn(d)
-    coarse = np.empty(d)
-    coarse_losses = []
-    for j in range(d):
-        coarse[j], loss_j, _ = person_level_mean_1d(
-            coarse_users[:, j], epsilon=epsilon / d, bound=R, delta=0.0,
-            moment_order=moment_order, moment_bound=M, samples_per_user=m,
-            coarse_fraction=coarse_fraction, calibration=calibration,
-            random_state=coarse_seeds[j])
-        coarse_losses.append(loss_j)
+    coarse, coarse_loss, _ = person_level_mean_per_feature(
+        coarse_users, epsilon=epsilon, bound=R, moment_order=moment_order,
+        moment_bound=M, samples_per_user=m, coarse_fraction=coarse_fraction,
+        calibration=calibration, random_state=seeds[1])
     # Post-processing: the coarse estimate is clipped to the public box.
     np.clip(coarse, -R, R, out=coarse)
-    point, fine_loss, plan = fine_estimate(
-        fine_users - coarse, alpha=alpha, epsilon=epsilon, moment_bound=M,
-        samples_per_user=m, moment_order=moment_order, beta=beta,
-        calibration=calibration, max_comparisons=max_comparisons,
-        random_state=seeds[2], n_jobs=n_jobs)
+    # Algorithm 7 on the re-centred fine users (ε).
+    point = _sample_candidate(fine_users - coarse, plan, epsilon, seeds[2], n_jobs)
     # Disjoint halves drawn independently of the data: parallel composition.
-    loss = compose_parallel(compose(*coarse_losses), fine_loss)
+    loss = compose_parallel(coarse_loss, PureDP(epsilon))
     info = dict(alpha=plan["alpha"], rho=plan["rho"], n_groups=plan["n_groups"],
                 n_candidates=plan["candidates"].shape[0],
                 comparisons=plan["comparisons"], feasible=plan["feasible"],

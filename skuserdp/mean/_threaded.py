@@ -10,14 +10,11 @@ estimator.
 
 import warnings
 
-import numpy as np
 from sklearn.utils._param_validation import Integral, Interval, Real, StrOptions
 
 from ..base import UserLevelMeanEstimator
 from ..utils._docstrings import fill_doc
-from ..privacy import compose
-from ..utils._random import make_seed_sequence
-from ._person_level import person_level_mean, person_level_mean_1d
+from ._person_level import person_level_mean, person_level_mean_per_feature
 from ._person_level_pure import person_level_mean_pure
 
 __all__ = ["ThreadedClipNoiseEstimator"]
@@ -185,19 +182,13 @@ class ThreadedClipNoiseEstimator(UserLevelMeanEstimator):
         if d == 1 or self.delta == 0:
             # One feature, or pure DP: the 1-D pipeline per feature with ε/d
             # (basic composition; d = 1 spends ε).
-            coordinate_seeds = make_seed_sequence(self.random_state).spawn(d)
-            means, losses = [], []
-            for j in range(d):
-                mean_j, loss_j, info = person_level_mean_1d(
-                    U[:, j], epsilon=self.epsilon / d, delta=self.delta / d,
-                    bound=self.bound, moment_order=self.moment_order,
-                    moment_bound=self.moment_bound,
-                    samples_per_user=self.samples_per_user,
-                    calibration=self.calibration, random_state=coordinate_seeds[j])
-                means.append(mean_j)
-                losses.append(loss_j)
+            mean, loss, info = person_level_mean_per_feature(
+                U, epsilon=self.epsilon, delta=self.delta, bound=self.bound,
+                moment_order=self.moment_order, moment_bound=self.moment_bound,
+                samples_per_user=self.samples_per_user, calibration=self.calibration,
+                random_state=self.random_state)
             self.radii_ = [info["radius"]]
-            return np.asarray(means), compose(*losses)
+            return mean, loss
         if self.delta >= 1.0 / n:
             warnings.warn(
                 f"delta={self.delta:g} is not below 1/n_users = {1 / n:.3g}: the "

@@ -675,7 +675,7 @@ def test_max_comparisons_guard_fires_before_touching_the_data(monkeypatch):
     def forbidden(*args, **kwargs):
         raise AssertionError("data touched before the guard")
 
-    monkeypatch.setattr(pure, "person_level_mean_1d", forbidden)
+    monkeypatch.setattr(pure, "person_level_mean_per_feature", forbidden)
     monkeypatch.setattr(pure, "candidate_scores", forbidden)
     U = np.zeros((400, 3))
     kw = dict(epsilon=1.0, bound=5.0, moment_bound=1.0, samples_per_user=10)
