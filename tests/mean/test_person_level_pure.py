@@ -427,16 +427,23 @@ def test_algorithm_8_is_coarse_plus_fine_estimation_of_recentred_users(
 # -------------------------------------------------------------- empirical audits
 
 
-def test_audit_of_fine_estimation_finds_no_violation():
-    # Algorithm 7 alone on a pair built to be sensitive: 40 users exactly
-    # between the two middle candidates (±1/18 for α = 0.5), so they tie,
-    # and one of them moved far to one side; its exact law gives a best
-    # threshold event with log-ratio ≈ 0.26 < ε = 1. 2000 runs per dataset.
-    U = np.zeros((40, 1))
+@pytest.mark.parametrize("d,n,runs", [
+    # 1-D: 40 users exactly between the two middle candidates (±1/18 for
+    # α = 0.5), so they tie; its exact law gives a best threshold event with
+    # log-ratio ≈ 0.26 < ε = 1.
+    (1, 40, 2000),
+    # 2-D: 20 users at the origin, which the four middle candidates
+    # (±α/13, ±α/13) tie around; ~45 s.
+    pytest.param(2, 20, 1000, marks=pytest.mark.slow),
+])
+def test_audit_of_fine_estimation_finds_no_violation(d, n, runs):
+    # Algorithm 7 alone on a pair built to be sensitive: the tied users vs
+    # one of them moved far along e1; statistic: the first coordinate of the
+    # chosen candidate, `runs` runs per dataset.
+    U = np.zeros((n, d))
     V = U.copy()
-    V[0] = 1e6
+    V[0, 0] = 1e6
     kw = dict(alpha=0.5, epsilon=1.0, moment_bound=1.0, samples_per_user=10)
-    runs = 2000
     a = [pure.fine_estimate(U, random_state=s, **kw)[0][0] for s in range(runs)]
     b = [pure.fine_estimate(V, random_state=runs + s, **kw)[0][0]
          for s in range(runs)]
@@ -470,24 +477,6 @@ def test_estimator_audit_2d():
     X, g, Xp, gp = worst_case_mean_neighbours(8, 2, radius=3.0, rows_per_user=4)
     res = audit_estimator(_pure_estimator(4, 4.0), X, Xp, groups=g, groups_prime=gp,
                           n_runs=1000, random_state=0)
-    assert not res.violation, str(res)
-
-
-@pytest.mark.slow
-def test_audit_of_fine_estimation_2d_finds_no_violation():
-    # Algorithm 7 in 2-D: 20 users at the origin, which the four middle
-    # candidates (±α/13, ±α/13) tie around, vs one user moved far along e1;
-    # statistic: the first coordinate of the chosen candidate. 1000 runs per
-    # dataset, ~45 s.
-    U = np.zeros((20, 2))
-    V = U.copy()
-    V[0, 0] = 1e6
-    kw = dict(alpha=0.5, epsilon=1.0, moment_bound=1.0, samples_per_user=10)
-    runs = 1000
-    a = [pure.fine_estimate(U, random_state=s, **kw)[0][0] for s in range(runs)]
-    b = [pure.fine_estimate(V, random_state=runs + s, **kw)[0][0]
-         for s in range(runs)]
-    res = epsilon_lower_bound(np.array(a), np.array(b), epsilon_claimed=1.0)
     assert not res.violation, str(res)
 
 
