@@ -25,7 +25,7 @@ from .privacy._conversion import report_spend
 from .users import check_groups
 from .users._aggregate import _means_by_code
 
-__all__ = ["UserLevelMixin", "UserLevelMeanEstimator"]
+__all__ = ["UserLevelMixin", "UserLevelMeanEstimator", "resolve_user_codes"]
 
 
 class UserLevelMixin:
@@ -41,6 +41,57 @@ def _check_not_sparse(X):
             "sparse input is not supported: per-user means of sparse rows are dense; "
             "convert X with X.toarray() if it fits in memory."
         )
+
+
+def resolve_user_codes(estimator, groups, n_samples, *, warn=True, stacklevel=5):
+    """User code of every row and the number of users of a fit.
+
+    ``groups=None`` makes every row its own user and (with ``warn``) emits an
+    :class:`~skuserdp.exceptions.ItemLevelPrivacyWarning`. Raises when there
+    are fewer users than ``estimator._min_users``.
+
+    Parameters
+    ----------
+    estimator : estimator instance
+        For the messages and ``_min_users``.
+    groups : array-like of shape (n_samples,) or None
+        User id of every row.
+    n_samples : int
+        Number of rows.
+    warn : bool, default=True
+        Whether ``groups=None`` warns.
+    stacklevel : int, default=5
+        Of the warning (it should point at the caller of ``fit``).
+
+    Returns
+    -------
+    codes : ndarray of shape (n_samples,)
+        User code ``0..n_users-1`` of every row.
+    n_users : int
+    """
+    name = type(estimator).__name__
+    if groups is None:
+        if warn:
+            warnings.warn(
+                f"{name}.fit got no groups: every row is treated as its own user, "
+                "so the guarantee is item-level, not user-level. Pass "
+                "groups=user_ids (and enable metadata routing inside "
+                "Pipeline/GridSearchCV).",
+                ItemLevelPrivacyWarning,
+                stacklevel=stacklevel,
+            )
+        codes = np.arange(n_samples, dtype=np.intp)
+        n_users = n_samples
+    else:
+        codes, labels = check_groups(groups, n_samples)
+        n_users = labels.shape[0]
+    if n_users < estimator._min_users:
+        raise ValueError(
+            f"{name} needs at least {estimator._min_users} users, got "
+            f"{n_users} user(s) (n_samples = {n_samples}). With one user the "
+            "output would be pure noise."
+        )
+    return codes, n_users
 
 
 class UserLevelMeanEstimator(UserLevelMixin, BaseEstimator):
@@ -71,37 +122,17 @@ class UserLevelMeanEstimator(UserLevelMixin, BaseEstimator):
 
     def _resolve_groups(self, y, groups, n_samples):
         """Map ``groups`` to user codes (warning loudly without them)."""
-        if groups is None:
-            if y is not None:
-                warnings.warn(
-                    f"{type(self).__name__}.fit received y but no groups. Mean "
-                    "estimators ignore y; if y holds user ids, call "
-                    "fit(X, groups=user_ids). Each row is now treated as its own "
-                    "user, so the guarantee is item-level, not user-level.",
-                    YIgnoredWarning,
-                    stacklevel=4,
-                )
-            else:
-                warnings.warn(
-                    f"{type(self).__name__}.fit got no groups: every row is treated "
-                    "as its own user, so the guarantee is item-level, not "
-                    "user-level. Pass groups=user_ids (and enable metadata routing "
-                    "inside Pipeline/GridSearchCV).",
-                    ItemLevelPrivacyWarning,
-                    stacklevel=4,
-                )
-            codes = np.arange(n_samples, dtype=np.intp)
-            n_users = n_samples
-        else:
-            codes, labels = check_groups(groups, n_samples)
-            n_users = labels.shape[0]
-        if n_users < self._min_users:
-            raise ValueError(
-                f"{type(self).__name__} needs at least {self._min_users} users, got "
-                f"{n_users} user(s) (n_samples = {n_samples}). With one user the "
-                "output would be pure noise."
+        if groups is None and y is not None:
+            warnings.warn(
+                f"{type(self).__name__}.fit received y but no groups. Mean "
+                "estimators ignore y; if y holds user ids, call "
+                "fit(X, groups=user_ids). Each row is now treated as its own "
+                "user, so the guarantee is item-level, not user-level.",
+                YIgnoredWarning,
+                stacklevel=5,
             )
-        return codes, n_users
+            return resolve_user_codes(self, None, n_samples, warn=False)
+        return resolve_user_codes(self, groups, n_samples, stacklevel=6)
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None, *, groups=None):

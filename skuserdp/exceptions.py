@@ -1,6 +1,11 @@
 """Warnings and errors specific to skuserdp."""
 
-__all__ = ["AccuracyWarning", "ItemLevelPrivacyWarning", "YIgnoredWarning"]
+__all__ = [
+    "AccuracyWarning",
+    "ClassesFromDataWarning",
+    "ItemLevelPrivacyWarning",
+    "YIgnoredWarning",
+]
 
 
 class ItemLevelPrivacyWarning(UserWarning):
@@ -32,4 +37,13 @@ class AccuracyWarning(UserWarning):
     declared bounds), never from the data: e.g. too few users for the
     paper's range step to find the bulk of every coordinate with the
     declared failure probability. The privacy guarantee is unaffected.
+    """
+
+
+class ClassesFromDataWarning(UserWarning):
+    """A classifier read its set of labels from the private ``y``.
+
+    ``classes_`` then publishes which labels occur, without privacy: a label
+    held by a single user reveals that user's presence. Declare the public
+    label set with the estimator's ``classes`` parameter.
     """

@@ -9,10 +9,10 @@ import warnings
 
 import numpy as np
 import pytest
-from sklearn.base import clone
+from sklearn.base import clone, is_classifier, is_regressor
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from skuserdp.exceptions import ItemLevelPrivacyWarning
+from skuserdp.exceptions import ClassesFromDataWarning, ItemLevelPrivacyWarning
 from skuserdp.utils.discovery import all_estimators
 
 #: constructor arguments used for every estimator in the common checks
@@ -24,6 +24,11 @@ INIT_PARAMS = {
                                   random_state=0),
     "DiscreteDistributionEstimator": dict(classes=[0, 1, 2, 3], delta=0.3,
                                           random_state=0),
+    # The common checks need a learned model from 20-40 rows; a large ε makes
+    # the private models close to the non-private ones (the privacy tests use
+    # real budgets).
+    "UserDPSGDRegressor": dict(epsilon=1000.0, delta=1e-3, random_state=0),
+    "UserDPSGDClassifier": dict(epsilon=1000.0, delta=1e-3, random_state=0),
 }
 
 _ONE_COLUMN = (
@@ -74,9 +79,11 @@ def _expected_failed_checks(estimator):
 
 @parametrize_with_checks(ESTIMATORS, expected_failed_checks=_expected_failed_checks)
 def test_sklearn_compatible_estimator(estimator, check):
-    # sklearn's checks fit without groups: our dedicated warning is expected.
+    # sklearn's checks fit without groups (and classifiers without their
+    # public label set): our dedicated warnings are expected.
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ItemLevelPrivacyWarning)
+        warnings.simplefilter("ignore", ClassesFromDataWarning)
         check(estimator)
 
 
@@ -97,45 +104,58 @@ def _fitted_output(est):
 
 
 def _inputs(estimator, **kwargs):
-    """``_data`` in the form the estimator takes (one categorical column
-    for the discrete-distribution estimator: the class of the first
-    feature)."""
+    """``(X, y, groups)`` in the form the estimator takes: one categorical
+    column for the discrete-distribution estimator (the class of the first
+    feature); a target for the supervised models (``y=None`` otherwise)."""
     X, g = _data(**kwargs)
+    y = None
     if type(estimator).__name__ == "DiscreteDistributionEstimator":
         X = np.digitize(X[:, :1], [0.0, 0.2, 0.4])
-    return X, g
+    elif is_regressor(estimator):
+        y = X[:, 0] - 0.5 * X[:, -1]
+    elif is_classifier(estimator):
+        y = (X[:, 0] > 0.2).astype(int)
+    return X, y, g
+
+
+def _fit(est, X, y, **kwargs):
+    return est.fit(X, **kwargs) if y is None else est.fit(X, y, **kwargs)
 
 
 @pytest.mark.parametrize("estimator", ESTIMATORS, ids=lambda e: type(e).__name__)
 def test_same_seed_same_output_and_none_is_fresh(estimator):
-    X, g = _inputs(estimator)
-    a = _fitted_output(clone(estimator).set_params(random_state=7).fit(X, groups=g))
-    b = _fitted_output(clone(estimator).set_params(random_state=7).fit(X, groups=g))
+    X, y, g = _inputs(estimator)
+
+    def fitted(seed):
+        est = clone(estimator).set_params(random_state=seed)
+        return _fitted_output(_fit(est, X, y, groups=g))
+
+    a, b = fitted(7), fitted(7)
     np.testing.assert_array_equal(a, b)
-    c = _fitted_output(clone(estimator).set_params(random_state=None).fit(X, groups=g))
-    d = _fitted_output(clone(estimator).set_params(random_state=None).fit(X, groups=g))
+    c, d = fitted(None), fitted(None)
     assert not np.array_equal(c, d)
 
 
 @pytest.mark.parametrize("estimator", ESTIMATORS, ids=lambda e: type(e).__name__)
 def test_groups_none_equals_one_user_per_row(estimator):
-    X, _ = _inputs(estimator)
+    X, y, _ = _inputs(estimator)
     est = clone(estimator).set_params(random_state=3)
     with pytest.warns(ItemLevelPrivacyWarning, match="item-level"):
-        a = _fitted_output(est.fit(X))
-    b = _fitted_output(clone(est).fit(X, groups=np.arange(X.shape[0])))
+        a = _fitted_output(_fit(est, X, y))
+    b = _fitted_output(_fit(clone(est), X, y, groups=np.arange(X.shape[0])))
     np.testing.assert_array_equal(a, b)
     assert est.n_users_ == X.shape[0]
 
 
 @pytest.mark.parametrize("estimator", ESTIMATORS, ids=lambda e: type(e).__name__)
 def test_relabelling_and_permuting_users_changes_nothing(estimator):
-    X, g = _inputs(estimator)
+    X, y, g = _inputs(estimator)
     est = clone(estimator).set_params(random_state=5)
-    a = _fitted_output(est.fit(X, groups=g))
+    a = _fitted_output(_fit(est, X, y, groups=g))
     perm = np.random.default_rng(1).permutation(X.shape[0])
     names = np.array([f"user-{k:03d}" for k in g])
-    b = _fitted_output(clone(est).fit(X[perm], groups=names[perm]))
+    y_perm = None if y is None else y[perm]
+    b = _fitted_output(_fit(clone(est), X[perm], y_perm, groups=names[perm]))
     np.testing.assert_array_equal(a, b)
 
 
@@ -144,21 +164,24 @@ def test_relabelling_and_permuting_users_changes_nothing(estimator):
 def test_n_jobs_does_not_change_output(estimator, backend):
     from joblib import parallel_backend
 
-    X, g = _inputs(estimator, n_features=20_000, n_users=5)
+    X, y, g = _inputs(estimator, n_features=20_000, n_users=5)
     est = clone(estimator).set_params(random_state=2)
-    a = _fitted_output(est.set_params(n_jobs=1).fit(X, groups=g))
+    a = _fitted_output(_fit(est.set_params(n_jobs=1), X, y, groups=g))
     with parallel_backend(backend):
-        b = _fitted_output(clone(est).set_params(n_jobs=2).fit(X, groups=g))
+        b = _fitted_output(_fit(clone(est).set_params(n_jobs=2), X, y, groups=g))
     np.testing.assert_array_equal(a, b)
 
 
 @pytest.mark.parametrize("estimator", ESTIMATORS, ids=lambda e: type(e).__name__)
 def test_inputs_not_modified_and_spend_recorded(estimator):
-    X, g = _inputs(estimator)
+    X, y, g = _inputs(estimator)
     X0, g0 = X.copy(), g.copy()
-    est = clone(estimator).fit(X, groups=g)
+    y0 = None if y is None else y.copy()
+    est = _fit(clone(estimator), X, y, groups=g)
     np.testing.assert_array_equal(X, X0)
     np.testing.assert_array_equal(g, g0)
+    if y is not None:
+        np.testing.assert_array_equal(y, y0)
     assert est.n_users_ == 40
     assert 0 < est.epsilon_ <= est.epsilon
     assert est.delta_ <= est.delta

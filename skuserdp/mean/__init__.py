@@ -1,6 +1,12 @@
 """User-level differentially private mean estimators."""
 
-from ._clip_noise import ClipNoiseMeanEstimator, clip_noise_mean
+from ._clip_noise import (
+    ClipNoiseMeanEstimator,
+    ClipNoisePlan,
+    clip_noise_from_plan,
+    clip_noise_mean,
+    plan_clip_noise,
+)
 from ._discrete import DiscreteDistributionEstimator
 from ._threaded import ThreadedClipNoiseEstimator
 from ._few_users_mean import FewUsersBallEstimator, few_users_mean
@@ -18,6 +24,9 @@ __all__ = [
     "DiscreteDistributionEstimator",
     "ThreadedClipNoiseEstimator",
     "clip_noise_mean",
+    "plan_clip_noise",
+    "clip_noise_from_plan",
+    "ClipNoisePlan",
     "few_users_mean",
     "winsorized_mean",
     "answer_adaptive_queries",

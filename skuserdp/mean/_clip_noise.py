@@ -21,6 +21,7 @@ Algorithm (replace-one user neighbours, n users public):
 """
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 from sklearn.utils._param_validation import Interval, Real
@@ -29,17 +30,30 @@ from ..base import UserLevelMeanEstimator
 from ..mechanisms import (
     add_noise,
     calibrate_discrete_gaussian,
+    calibrate_discrete_gaussian_rho,
     calibrate_discrete_laplace,
     choose_grid,
     encode_contributions,
     exact_sum,
 )
-from ..privacy import lattice_contribution_radius, replace_one_sum_sensitivity
+from ..privacy import (
+    ZCDP,
+    ApproxDP,
+    PureDP,
+    lattice_contribution_radius,
+    replace_one_sum_sensitivity,
+)
 from ..utils._docstrings import fill_doc
 from ..utils._random import make_seed_sequence
 from ..utils._validation import check_center, check_positive_scalar
 
-__all__ = ["clip_noise_mean", "ClipNoiseMeanEstimator"]
+__all__ = [
+    "clip_noise_mean",
+    "plan_clip_noise",
+    "clip_noise_from_plan",
+    "ClipNoisePlan",
+    "ClipNoiseMeanEstimator",
+]
 
 
 def clip_noise_mean(user_means, *, epsilon, delta, radius, center=None,
@@ -88,26 +102,139 @@ def clip_noise_mean(user_means, *, epsilon, delta, radius, center=None,
     """
     U = np.asarray(user_means, dtype=np.float64)
     n_users, n_features = U.shape
+    budget = ApproxDP(epsilon, delta) if delta > 0 else PureDP(epsilon)
+    plan = plan_clip_noise(n_users, n_features, budget=budget, radius=radius,
+                           calibration=calibration)
+    mean = clip_noise_from_plan(U, plan, center=center, random_state=random_state,
+                                n_jobs=n_jobs)
+    return mean, plan.loss
+
+
+@dataclass(frozen=True)
+class ClipNoisePlan:
+    """Every public quantity of one clip-and-noise release.
+
+    Computed by :func:`plan_clip_noise` from public values only.
+
+    Parameters
+    ----------
+    n_users, n_features : int
+        Public shape.
+    radius : float
+        ℓ2 radius r of the contributions around the centre.
+    norm : {"l2", "l1"}
+        Clipping norm (ℓ1 ball of radius ``r·√d`` for pure DP).
+    ball : float
+        Radius of the clipping ball in ``norm``.
+    grid : float
+        Power-of-two lattice step.
+    noise : DiscreteGaussianNoise or DiscreteLaplaceNoise
+        Noise of the integer sum (grid units).
+    sensitivity : float
+        Replace-one sensitivity of the integer sum (grid units).
+    loss : PureDP or ZCDP
+        The privacy loss of the release.
+    """
+
+    n_users: int
+    n_features: int
+    radius: float
+    norm: str
+    ball: float
+    grid: float
+    noise: object
+    sensitivity: float
+    loss: object
+
+    @property
+    def noise_variance(self):
+        """Variance bound of the noise of one coordinate of the mean."""
+        return (self.noise.std * self.grid / self.n_users) ** 2
+
+
+def plan_clip_noise(n_users, n_features, *, budget, radius, calibration="tight"):
+    """Plan one clip-and-noise release of a mean of per-user vectors.
+
+    Parameters
+    ----------
+    n_users, n_features : int
+        Public shape of the per-user vectors.
+    budget : PureDP, ApproxDP or ZCDP
+        Budget of the release: pure ε (ℓ1 clipping, discrete Laplace noise),
+        (ε, δ) (ℓ2 clipping, discrete Gaussian calibrated by ``calibration``)
+        or ρ-zCDP (ℓ2 clipping, discrete Gaussian at exactly ρ).
+    radius : float
+        Public ℓ2 radius of the contributions around the centre, ``> 0``.
+    calibration : {"tight", "paper"}, default="tight"
+        Gaussian calibration for an (ε, δ) budget.
+
+    Returns
+    -------
+    plan : ClipNoisePlan
+
+    Examples
+    --------
+    >>> from skuserdp.mean import plan_clip_noise
+    >>> from skuserdp.privacy import ZCDP
+    >>> plan = plan_clip_noise(1000, 3, budget=ZCDP(0.5), radius=1.0)
+    >>> plan.norm, plan.loss.rho <= 0.5
+    ('l2', True)
+    """
+    n_users, n_features = int(n_users), int(n_features)
     radius = check_positive_scalar(radius, "radius")
-    center = check_center(center, n_features)
-    if delta > 0:
-        norm, ball = "l2", radius
-    else:
+    if isinstance(budget, PureDP):
         norm, ball = "l1", radius * math.sqrt(n_features)
+    else:
+        norm, ball = "l2", radius
     grid = choose_grid(ball, n_features, n_users, norm)
-    K = encode_contributions(U, center=center, radius=ball, grid=grid, norm=norm)
     sensitivity = replace_one_sum_sensitivity(
         lattice_contribution_radius(ball / grid, n_features, norm)
     )
-    if delta > 0:
-        noise = calibrate_discrete_gaussian(sensitivity, epsilon, delta,
-                                            calibration=calibration)
+    if isinstance(budget, PureDP):
+        noise = calibrate_discrete_laplace(sensitivity, budget.epsilon)
+    elif isinstance(budget, ZCDP):
+        noise = calibrate_discrete_gaussian_rho(sensitivity, budget.rho)
     else:
-        noise = calibrate_discrete_laplace(sensitivity, epsilon)
+        noise = calibrate_discrete_gaussian(sensitivity, budget.epsilon, budget.delta,
+                                            calibration=calibration)
+    return ClipNoisePlan(n_users, n_features, radius, norm, ball, grid, noise,
+                         sensitivity, noise.privacy(sensitivity))
+
+
+def clip_noise_from_plan(user_means, plan, *, center=None, random_state=None,
+                         n_jobs=None):
+    """Run a planned clip-and-noise release.
+
+    Parameters
+    ----------
+    user_means : ndarray of shape (n_users, n_features)
+        One row per user; the shape must match the plan. Not modified.
+    plan : ClipNoisePlan
+        From :func:`plan_clip_noise`.
+    center : float or array-like of shape (n_features,), default=None
+        Public centre; ``None`` is the origin.
+    random_state : int, RandomState, SeedSequence or None, default=None
+        Noise source.
+    n_jobs : int, default=None
+        Workers for chunks of coordinates; results do not depend on it.
+
+    Returns
+    -------
+    mean : ndarray of shape (n_features,)
+        The private mean, ``plan.loss``-DP at user level.
+    """
+    U = np.asarray(user_means, dtype=np.float64)
+    if U.shape != (plan.n_users, plan.n_features):
+        raise ValueError(
+            f"user_means has shape {U.shape}; the plan is for "
+            f"{(plan.n_users, plan.n_features)}."
+        )
+    center = check_center(center, plan.n_features)
+    K = encode_contributions(U, center=center, radius=plan.ball, grid=plan.grid,
+                             norm=plan.norm)
     seed_sequence = make_seed_sequence(random_state)
-    noisy = add_noise(exact_sum(K), noise, seed_sequence, n_jobs=n_jobs)
-    mean = center + grid * (noisy.astype(np.float64) / n_users)
-    return mean, noise.privacy(sensitivity)
+    noisy = add_noise(exact_sum(K), plan.noise, seed_sequence, n_jobs=n_jobs)
+    return center + plan.grid * (noisy.astype(np.float64) / plan.n_users)
 
 
 @fill_doc

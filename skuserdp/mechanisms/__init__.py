@@ -9,6 +9,7 @@ from ._additive import (
     DiscreteLaplaceNoise,
     add_noise,
     calibrate_discrete_gaussian,
+    calibrate_discrete_gaussian_rho,
     calibrate_discrete_laplace,
     release_on_lattice,
 )
@@ -30,6 +31,7 @@ __all__ = [
     "DiscreteLaplaceNoise",
     "add_noise",
     "calibrate_discrete_gaussian",
+    "calibrate_discrete_gaussian_rho",
     "calibrate_discrete_laplace",
     "release_on_lattice",
     "exponential_mechanism",

@@ -23,6 +23,7 @@ from sklearn.utils.parallel import Parallel, delayed
 from ..privacy import (
     gaussian_privacy,
     gaussian_sigma,
+    gaussian_sigma_for_rho,
     laplace_privacy,
     laplace_scale,
 )
@@ -39,6 +40,7 @@ __all__ = [
     "DiscreteGaussianNoise",
     "calibrate_discrete_laplace",
     "calibrate_discrete_gaussian",
+    "calibrate_discrete_gaussian_rho",
     "add_noise",
     "release_on_lattice",
 ]
@@ -189,6 +191,33 @@ def calibrate_discrete_gaussian(sensitivity, epsilon, delta, *, calibration="tig
             f"{calibration!r}."
         )
     sigma = gaussian_sigma(sensitivity, epsilon, delta, calibration=calibration)
+    return DiscreteGaussianNoise(round_up_fraction(sigma * sigma * (1 + 1e-12)))
+
+
+def calibrate_discrete_gaussian_rho(sensitivity, rho):
+    """Discrete Gaussian noise giving ρ-zCDP at ℓ2 sensitivity ``sensitivity``.
+
+    Parameters
+    ----------
+    sensitivity : float
+        ℓ2 sensitivity of the integer statistic, ``> 0``.
+    rho : float
+        Target ρ, ``> 0``.
+
+    Returns
+    -------
+    noise : DiscreteGaussianNoise
+        σ² = Δ²/(2ρ) rounded up to a multiple of 2^-20, so
+        ``noise.privacy(sensitivity).rho <= rho``.
+
+    Examples
+    --------
+    >>> from skuserdp.mechanisms import calibrate_discrete_gaussian_rho
+    >>> noise = calibrate_discrete_gaussian_rho(2.0, 0.5)
+    >>> round(float(noise.sigma2), 4), noise.privacy(2.0).rho <= 0.5
+    (4.0, True)
+    """
+    sigma = gaussian_sigma_for_rho(sensitivity, rho)
     return DiscreteGaussianNoise(round_up_fraction(sigma * sigma * (1 + 1e-12)))
 
 

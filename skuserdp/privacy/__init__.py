@@ -13,6 +13,7 @@ from ._ball_sampler import (
     calibrate_ball_sampler,
 )
 from ._budget import ZCDP, ApproxDP, PureDP
+from ._subsampled import calibrate_poisson_gaussian, poisson_gaussian_epsilon
 from ._stability import stability_histogram_privacy, stability_histogram_threshold
 from ._composition import (
     adaptive_query_budget,
@@ -91,4 +92,6 @@ __all__ = [
     "ball_sampler_max_rounds",
     "stability_histogram_threshold",
     "stability_histogram_privacy",
+    "poisson_gaussian_epsilon",
+    "calibrate_poisson_gaussian",
 ]

@@ -1,0 +1,548 @@
+"""User-level private first-order optimisation (Levy et al., Algorithms 3 and 4).
+
+Levy et al., "Learning with User-Level Privacy" [LSA+21]_: Algorithm 3
+(Winsorized First-Order Optimization, §4, Theorem 3), the generic optimiser
+of Appendix E.2 (Algorithm 7, Proposition 4, Remark 2) and Algorithm 4
+(Phased ERM, §5.1, Theorem 4); spec ``levy2021_user_level_learning.md``
+§3.7–3.9, §6.3.
+
+Neighbouring datasets differ in the entire data of one user (replace-one,
+the number of users public). Every step releases one private mean of the
+users' *average* gradients (a per-user function, so the unit of privacy is
+the user) with one of two aggregators:
+
+* ``"winsorized"`` — Algorithm 3: WinsorizedMean (Algorithm 2) of the
+  per-user gradients, each projected onto the public ℓ2 ball of radius G
+  (the gradient bound), with a fresh rotation and fresh noise per step;
+  τ is the public concentration radius of user gradients (Proposition 1).
+* ``"clip"`` (ours, the standard user-level DP-SGD of the survey): each
+  per-user gradient is clipped to the public ℓ2 radius C and the mean is
+  released with discrete Gaussian noise on a lattice
+  (:func:`skuserdp.mean.plan_clip_noise`). With Poisson user sampling
+  (public rate q, data-independent) the sum of the sampled users' clipped
+  gradients gets continuous Gaussian noise and is divided by the *public*
+  expected count ``q·n``; accounting by privacy loss distributions
+  (:mod:`skuserdp.privacy._subsampled`).
+
+The per-step budget is :func:`skuserdp.privacy.adaptive_query_budget`
+(``"tight"``: ρ/T of the zCDP budget; ``"paper"``: Theorem 10's advanced
+composition split) and the total :func:`skuserdp.privacy.compose_adaptive_queries`.
+Step sizes, the number of steps and the averaging weights depend only on
+public quantities: G, H, R, μ, T and the *data-independent* noise variance
+ν² of the released gradient (spec §3.7 OUR CHOICE). The gradient of a public
+regulariser is added after the release (spec §3.9), so the aggregators'
+bounds are those of the data term alone.
+
+Phased ERM (spec §3.9): phases ``t = 1..P`` run the strongly convex variant on
+disjoint blocks of ``⌊n/2^t⌋`` users (a data-independent random partition),
+each with the whole budget (parallel composition), regularised towards the
+previous phase's output with ``λ_t = 4^t·λ``.
+"""
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..mean._clip_noise import clip_noise_from_plan, plan_clip_noise
+from ..mean._winsorized import plan_winsorized_mean, winsorized_mean_from_plan
+from ..privacy import (
+    adaptive_query_budget,
+    calibrate_poisson_gaussian,
+    compose_adaptive_queries,
+    compose_parallel,
+)
+from ..utils._random import generator_from, make_seed_sequence
+
+__all__ = [
+    "GradientPlan",
+    "plan_gradient_descent",
+    "private_gradient_descent",
+    "PhasedPlan",
+    "plan_phased_erm",
+    "phased_erm",
+]
+
+AGGREGATORS = ("clip", "winsorized")
+
+
+@dataclass(frozen=True)
+class GradientPlan:
+    """Every public quantity of one private gradient-descent run.
+
+    Computed by :func:`plan_gradient_descent` from public values only: two
+    datasets of the same public shape get the same plan.
+
+    Parameters
+    ----------
+    n_users, n_params, n_steps : int
+        Users n, parameters p and steps T.
+    aggregator : {"clip", "winsorized"}
+        How each step's mean gradient is released.
+    release : ClipNoisePlan, WinsorizedPlan or float
+        The per-step release plan (for Poisson sampling: the noise
+        multiplier σ/C).
+    clip_norm : float
+        ℓ2 radius of the per-user gradients (C for ``"clip"``, G for
+        ``"winsorized"``).
+    sampling_rate : float or None
+        Poisson user-sampling rate q (``"clip"`` only).
+    noise_variance : float
+        ν²: total variance of the noise in one released gradient (sum over
+        the parameters), data-independent.
+    schedule : {"convex", "strongly_convex", "constant"}
+        Step-size rule (spec §3.7).
+    learning_rates : ndarray of shape (n_steps,)
+        η_t.
+    weights : ndarray of shape (n_steps,)
+        Averaging weights of the iterates θ_1..θ_T in the output (sum to 1).
+    stage_weights : ndarray of shape (restart,)
+        Averaging weights of the first stage's iterates, the restart point
+        of the strongly convex schedule (empty without a restart).
+    restart : int
+        Step at which the strongly convex schedule restarts from the average
+        of the first stage (``n_steps`` when there is no restart).
+    radius : float
+        Radius R of the parameter ball Θ (projection).
+    loss : PureDP, ApproxDP or ZCDP
+        The composed privacy loss of all T releases.
+    """
+
+    n_users: int
+    n_params: int
+    n_steps: int
+    aggregator: str
+    release: object
+    clip_norm: float
+    sampling_rate: object
+    noise_variance: float
+    schedule: str
+    learning_rates: np.ndarray
+    weights: np.ndarray
+    stage_weights: np.ndarray
+    restart: int
+    radius: float
+    loss: object
+
+
+def _schedule(schedule, n_steps, smoothness, strong_convexity, radius, nu2,
+              learning_rate):
+    """Learning rates, output weights, stage weights and restart step (§3.7)."""
+    T = n_steps
+    # Tail averaging (OUR CHOICE): the uniform average of the last ⌈T/2⌉
+    # iterates. Same O(HR²/T + νR/√T) bound as averaging all of them (the
+    # tail starts within 2R of θ*, so the first term's constant grows 8×),
+    # without the start-up bias of the early iterates.
+    half = math.ceil(T / 2)
+    uniform = np.concatenate([np.zeros(T - half), np.full(half, 1.0 / half)])
+    none = np.zeros(0)
+    if learning_rate is not None:
+        return np.full(T, float(learning_rate)), uniform, none, T
+    H = float(smoothness)
+    if schedule == "convex":
+        eta = 1.0 / (H + math.sqrt(nu2 * T) / radius)
+        return np.full(T, eta), uniform, none, T
+    # strongly convex: stage A (η = 1/H, weights ∝ (1−μ/H)^(−t)), restart,
+    # stage B (η_k = 2/(μ(k + k0)), weights ∝ k + k0).
+    mu = float(strong_convexity)
+    t_a = math.ceil(T / 2)
+    t_b = T - t_a
+    ratio = max(1.0 - mu / H, 0.0)
+    if ratio == 0.0:
+        log_w = np.arange(t_a, dtype=float)  # only the last iterate matters
+        log_w[:-1] = -np.inf
+    else:
+        log_w = -np.arange(1, t_a + 1) * math.log(ratio)
+    w_a = np.exp(log_w - log_w.max())
+    w_a /= w_a.sum()
+    k0 = math.ceil(2.0 * H / mu)
+    k = np.arange(t_b, dtype=float)
+    etas = np.concatenate([np.full(t_a, 1.0 / H), 2.0 / (mu * (k + k0))])
+    if t_b == 0:
+        return etas, w_a, none, T
+    w_b = (k + k0) / np.sum(k + k0)
+    return etas, np.concatenate([np.zeros(t_a), w_b]), w_a, t_a
+
+
+def plan_gradient_descent(n_users, n_params, *, epsilon, delta, n_steps,
+                          aggregator, gradient_bound, smoothness, radius,
+                          clip_norm=None, tau=None, gamma=0.01,
+                          sampling_rate=None, strong_convexity=0.0,
+                          learning_rate=None, calibration="tight"):
+    """Plan a user-level private gradient descent from public quantities.
+
+    Parameters
+    ----------
+    n_users, n_params : int
+        Public shape: users n and parameters p.
+    epsilon : float
+        Total ε, ``> 0``.
+    delta : float
+        Total δ in ``[0, 1)``; Poisson sampling needs ``δ > 0``.
+    n_steps : int
+        Number T of steps, ``>= 1``.
+    aggregator : {"clip", "winsorized"}
+        See the module docstring.
+    gradient_bound : float
+        Public G: every per-user average gradient of the data term has ℓ2
+        norm at most G.
+    smoothness : float
+        Public H of the whole objective (data term plus regulariser).
+    radius : float
+        Radius R of the parameter ball Θ.
+    clip_norm : float, default=None
+        ``"clip"``: ℓ2 clip radius C of the per-user gradients (``None``:
+        G, no clipping bias).
+    tau : float, default=None
+        ``"winsorized"``: public concentration radius of the per-user
+        gradients (see :func:`skuserdp.mean._concentration.tau_gradients`).
+    gamma : float, default=0.01
+        ``"winsorized"``: total failure probability (γ/T per step, [E11]).
+    sampling_rate : float, default=None
+        ``"clip"``: Poisson user-sampling rate q in ``(0, 1)``; ``None`` uses
+        every user in every step.
+    strong_convexity : float, default=0.0
+        Public μ of the objective; ``> 0`` selects the strongly convex
+        schedule.
+    learning_rate : float, default=None
+        Constant step size (tail averaging) instead of the schedule.
+    calibration : {"tight", "paper"}, default="tight"
+        Per-step budget rule and WinsorizedMean constants.
+
+    Returns
+    -------
+    plan : GradientPlan
+
+    Examples
+    --------
+    >>> from skuserdp.linear_model import plan_gradient_descent
+    >>> plan = plan_gradient_descent(1000, 3, epsilon=1.0, delta=1e-6,
+    ...                              n_steps=50, aggregator="clip",
+    ...                              gradient_bound=2.0, smoothness=1.0,
+    ...                              radius=5.0)
+    >>> plan.n_steps, plan.schedule, round(float(plan.weights.sum()), 12)
+    (50, 'convex', 1.0)
+    """
+    n_users, n_params, T = int(n_users), int(n_params), int(n_steps)
+    if T < 1:
+        raise ValueError(f"n_steps must be >= 1, got {n_steps}.")
+    if aggregator not in AGGREGATORS:
+        raise ValueError(
+            f"aggregator must be one of {AGGREGATORS}, got {aggregator!r}.")
+    G = float(gradient_bound)
+    if sampling_rate is not None and aggregator != "clip":
+        raise ValueError(
+            "Poisson user sampling (sampling_rate) needs aggregator='clip'.")
+    if aggregator == "clip":
+        C = G if clip_norm is None else float(clip_norm)
+        if sampling_rate is not None:
+            if delta <= 0:
+                raise ValueError("Poisson user sampling needs delta > 0.")
+            q = float(sampling_rate)
+            multiplier, loss = calibrate_poisson_gaussian(epsilon, delta, q, T)
+            release = multiplier
+            nu2 = n_params * (multiplier * C / (q * n_users)) ** 2
+        else:
+            budget = adaptive_query_budget(epsilon, delta, T, calibration=calibration)
+            release = plan_clip_noise(n_users, n_params, budget=budget, radius=C,
+                                      calibration=calibration)
+            nu2 = n_params * release.noise_variance
+            loss = compose_adaptive_queries(release.loss, T, delta)
+    else:
+        if tau is None:
+            raise ValueError("aggregator='winsorized' needs the public radius tau.")
+        C = G
+        budget = adaptive_query_budget(epsilon, delta, T, calibration=calibration)
+        release = plan_winsorized_mean(n_users, n_params, tau=float(tau),
+                                       value_range=G, budget=budget,
+                                       gamma=gamma / T, calibration=calibration)
+        nu2 = n_params * release.noise_variance
+        loss = compose_adaptive_queries(release.loss, T, delta)
+    if learning_rate is not None:
+        schedule = "constant"
+    elif strong_convexity > 0:
+        schedule = "strongly_convex"
+    else:
+        schedule = "convex"
+    etas, weights, stage, restart = _schedule(schedule, T, smoothness,
+                                              strong_convexity, radius, nu2,
+                                              learning_rate)
+    return GradientPlan(n_users, n_params, T, aggregator, release, C,
+                        sampling_rate, nu2, schedule, etas, weights, stage, restart,
+                        float(radius), loss)
+
+
+def _project(theta, radius):
+    norm = float(np.linalg.norm(theta))
+    return theta if norm <= radius else theta * (radius / norm)
+
+
+def _clip_rows(G, radius):
+    norms = np.linalg.norm(G, axis=1)
+    scale = np.minimum(1.0, radius * (1 - 1e-12) / np.maximum(norms, 1e-300))
+    return G * scale[:, None]
+
+
+def _release(plan, user_gradients, seed, n_jobs):
+    """One private mean of the per-user gradients (a step of Algorithm 3)."""
+    if plan.aggregator == "winsorized":
+        rows = _clip_rows(user_gradients, plan.clip_norm)
+        return winsorized_mean_from_plan(rows, plan.release, random_state=seed,
+                                         n_jobs=n_jobs)
+    if plan.sampling_rate is None:
+        return clip_noise_from_plan(user_gradients, plan.release, random_state=seed,
+                                    n_jobs=n_jobs)
+    # Poisson sampling: the mask and the noise come from the step's seed,
+    # never from the data; divide by the public expected count.
+    rng = generator_from(seed)
+    q = plan.sampling_rate
+    keep = rng.random(plan.n_users) < q
+    total = _clip_rows(user_gradients[keep], plan.clip_norm).sum(axis=0)
+    noise = rng.normal(0.0, plan.release * plan.clip_norm, size=plan.n_params)
+    return (total + noise) / (q * plan.n_users)
+
+
+def private_gradient_descent(user_gradients, plan, *, theta0,
+                             penalty_gradient=None, random_state=None,
+                             n_jobs=None, verbose=0, label="UserDPGD"):
+    """Run a planned user-level private (projected) gradient descent.
+
+    The data enter only through ``user_gradients``, whose per-step result is
+    released privately; everything else is post-processing.
+
+    Parameters
+    ----------
+    user_gradients : callable
+        ``user_gradients(theta) -> ndarray of shape (n_users, n_params)``:
+        every user's average gradient of the data term at ``theta``, one row
+        per user in a fixed order.
+    plan : GradientPlan
+        From :func:`plan_gradient_descent`.
+    theta0 : ndarray of shape (n_params,)
+        Public starting point (projected onto Θ).
+    penalty_gradient : callable, default=None
+        Gradient of a public regulariser, added after each release.
+    random_state : int, RandomState, SeedSequence or None, default=None
+        Source of randomness (one child stream per step).
+    n_jobs : int, default=None
+        Threads inside each release (chunks of coordinates); results do not
+        depend on it.
+    verbose : int, default=0
+        ``> 0`` prints the step number (no private values).
+    label : str, default="UserDPGD"
+        Prefix of the progress lines.
+
+    Returns
+    -------
+    theta : ndarray of shape (n_params,)
+        The weighted average of the iterates (post-processing of the T
+        private gradients).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skuserdp.linear_model import (plan_gradient_descent,
+    ...                                    private_gradient_descent)
+    >>> Z = np.random.default_rng(0).normal(0.5, 0.1, size=(2000, 2))
+    >>> plan = plan_gradient_descent(2000, 2, epsilon=1.0, delta=1e-6,
+    ...                              n_steps=20, aggregator="clip",
+    ...                              gradient_bound=3.0, smoothness=1.0,
+    ...                              radius=2.0, clip_norm=1.0)
+    >>> theta = private_gradient_descent(lambda t: t - Z, plan,
+    ...                                  theta0=np.zeros(2), random_state=0)
+    >>> theta.round(1)  # the mean of Z, by minimising ½‖θ − z‖²
+    array([0.5, 0.5])
+    """
+    seeds = make_seed_sequence(random_state).spawn(plan.n_steps)
+    theta = _project(np.asarray(theta0, dtype=np.float64).copy(), plan.radius)
+    stage = np.zeros_like(theta)
+    out = np.zeros_like(theta)
+    for t in range(plan.n_steps):
+        if t == plan.restart:
+            theta = _project(stage, plan.radius)
+        grad = _release(plan, user_gradients(theta), seeds[t], n_jobs)
+        if penalty_gradient is not None:
+            grad = grad + penalty_gradient(theta)
+        theta = _project(theta - plan.learning_rates[t] * grad, plan.radius)
+        if t < plan.stage_weights.shape[0]:
+            stage += plan.stage_weights[t] * theta
+        out += plan.weights[t] * theta
+        if verbose > 0:
+            print(f"[{label}] step {t + 1}/{plan.n_steps}")
+    return out
+
+
+@dataclass(frozen=True)
+class PhasedPlan:
+    """Every public quantity of one Phased ERM run (spec §3.9).
+
+    Parameters
+    ----------
+    n_users, n_params : int
+        Users n and parameters p.
+    block_sizes : tuple of int
+        ``n_t = ⌊n/2^t⌋`` users of phase ``t = 1..P`` (disjoint blocks).
+    lambdas : tuple of float
+        ``λ_t = 4^t·λ``.
+    phases : tuple of GradientPlan
+        The strongly convex gradient-descent plan of every phase.
+    loss : PureDP, ApproxDP or ZCDP
+        The total loss: the worst phase (parallel composition).
+    """
+
+    n_users: int
+    n_params: int
+    block_sizes: tuple
+    lambdas: tuple
+    phases: tuple
+    loss: object
+
+    @property
+    def n_steps(self):
+        """Total number of gradient steps over all phases."""
+        return sum(p.n_steps for p in self.phases)
+
+
+#: phases with fewer users than this are dropped (public rule)
+PHASE_MIN_USERS = 2
+
+
+def plan_phased_erm(n_users, n_params, *, epsilon, delta, aggregator,
+                    gradient_bound, smoothness, radius, samples_per_user=1,
+                    max_iter=100, clip_norm=None, tau=None, gamma=0.01,
+                    calibration="tight"):
+    """Plan Levy et al.'s Phased ERM (Algorithm 4) from public quantities.
+
+    Line 1 of Algorithm 4 with σ = G (the sub-Gaussian parameter of
+    gradients bounded by G, so ``G̲ = min(G, σ√d) = G``):
+    ``P = ⌈log₂(n√m·ε/d)⌉`` phases and
+    ``λ = √(G²/(nm) + G²d²/(n²mε²))/R``. Phase t has ``n_t = ⌊n/2^t⌋``
+    users (phases with fewer than 2 users are dropped), ``λ_t = 4^t·λ`` and
+    ``T_t = max{1, ⌈(H+λ_t)/λ_t · ln(n_t²·m·λ_t·R·ε²/(G·d))⌉}`` steps
+    (Corollary 2 with ``G̃ = G``), capped at ``max_iter``.
+
+    Parameters
+    ----------
+    n_users, n_params : int
+        Public shape.
+    epsilon, delta : float
+        The budget; every phase gets all of it (disjoint users).
+    aggregator : {"clip", "winsorized"}
+        Per-step release (see :func:`plan_gradient_descent`).
+    gradient_bound, smoothness, radius : float
+        Public G, H (data term) and R.
+    samples_per_user : int, default=1
+        Public minimum number m of rows per user.
+    max_iter : int, default=100
+        Cap on the steps of each phase.
+    clip_norm : float, default=None
+        ``"clip"``: clip radius (``None``: G).
+    tau : float or callable, default=None
+        ``"winsorized"``: τ, or ``tau(n_users)`` giving the τ of a block.
+    gamma : float, default=0.01
+        ``"winsorized"``: failure probability of each phase.
+    calibration : {"tight", "paper"}, default="tight"
+        Per-step budget rule.
+
+    Returns
+    -------
+    plan : PhasedPlan
+
+    Examples
+    --------
+    >>> from skuserdp.linear_model import plan_phased_erm
+    >>> plan = plan_phased_erm(4000, 3, epsilon=1.0, delta=1e-6,
+    ...                        aggregator="clip", gradient_bound=2.0,
+    ...                        smoothness=1.0, radius=3.0, samples_per_user=10)
+    >>> plan.block_sizes
+    (2000, 1000, 500, 250, 125, 62, 31, 15, 7, 3)
+    """
+    n, d = int(n_users), int(n_params)
+    G, H, R = float(gradient_bound), float(smoothness), float(radius)
+    m = max(int(samples_per_user), 1)
+    n_phases = max(1, math.ceil(math.log2(max(n * math.sqrt(m) * epsilon / d, 2.0))))
+    lam = math.sqrt(G * G / (n * m) + (G * d) ** 2 / (n * n * m * epsilon ** 2)) / R
+    sizes, lambdas, phases = [], [], []
+    for t in range(1, n_phases + 1):
+        n_t = n // 2 ** t
+        if n_t < PHASE_MIN_USERS:
+            break
+        lam_t = 4.0 ** t * lam
+        arg = n_t * n_t * m * lam_t * R * epsilon ** 2 / (G * d)
+        steps = math.ceil((H + lam_t) / lam_t * math.log(max(arg, math.e)))
+        steps = int(min(max(1, steps), max_iter))
+        tau_t = tau(n_t) if callable(tau) else tau
+        phases.append(plan_gradient_descent(
+            n_t, d, epsilon=epsilon, delta=delta, n_steps=steps,
+            aggregator=aggregator, gradient_bound=G, smoothness=H + lam_t,
+            radius=R, clip_norm=clip_norm, tau=tau_t, gamma=gamma,
+            strong_convexity=lam_t, calibration=calibration))
+        sizes.append(n_t)
+        lambdas.append(lam_t)
+    if not phases:
+        raise ValueError(
+            f"Phased ERM needs at least {2 * PHASE_MIN_USERS} users, got {n}.")
+    loss = compose_parallel(*(p.loss for p in phases))
+    return PhasedPlan(n, d, tuple(sizes), tuple(lambdas), tuple(phases), loss)
+
+
+def phased_erm(user_gradients, plan, *, theta0, penalty_gradient=None,
+               random_state=None, n_jobs=None, verbose=0):
+    """Run a planned Phased ERM (Levy et al., Algorithm 4).
+
+    Parameters
+    ----------
+    user_gradients : callable
+        ``user_gradients(users)`` returns a callable ``g(theta)`` giving the
+        average gradients of the users with indices ``users`` (one row each).
+    plan : PhasedPlan
+        From :func:`plan_phased_erm`.
+    theta0 : ndarray of shape (n_params,)
+        Public starting point.
+    penalty_gradient : callable, default=None
+        Gradient of a public regulariser of the objective.
+    random_state : int, RandomState, SeedSequence or None, default=None
+        Source of the partition and of every phase's noise.
+    n_jobs : int, default=None
+        Threads inside each release; results do not depend on it.
+    verbose : int, default=0
+        ``> 0`` prints progress (no private values).
+
+    Returns
+    -------
+    theta : ndarray of shape (n_params,)
+        The last phase's output.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skuserdp.linear_model import plan_phased_erm, phased_erm
+    >>> Z = np.random.default_rng(0).normal(0.5, 0.1, size=(4000, 2))
+    >>> plan = plan_phased_erm(4000, 2, epsilon=1.0, delta=1e-6,
+    ...                        aggregator="clip", gradient_bound=3.0,
+    ...                        smoothness=1.0, radius=2.0, samples_per_user=1)
+    >>> theta = phased_erm(lambda users: (lambda t: t - Z[users]), plan,
+    ...                    theta0=np.zeros(2), random_state=0)
+    >>> theta.round(1)
+    array([0.5, 0.5])
+    """
+    partition_seed, *phase_seeds = make_seed_sequence(random_state).spawn(
+        1 + len(plan.phases))
+    order = generator_from(partition_seed).permutation(plan.n_users)
+    theta = np.asarray(theta0, dtype=np.float64).copy()
+    start = 0
+    phases = zip(plan.phases, plan.block_sizes, plan.lambdas)
+    for t, (phase, n_t, lam_t) in enumerate(phases, start=1):
+        users = np.sort(order[start:start + n_t])
+        start += n_t
+        anchor = theta.copy()
+
+        def penalty(th, anchor=anchor, lam_t=lam_t):
+            g = lam_t * (th - anchor)
+            return g if penalty_gradient is None else g + penalty_gradient(th)
+
+        theta = private_gradient_descent(
+            user_gradients(users), phase, theta0=anchor, penalty_gradient=penalty,
+            random_state=phase_seeds[t - 1], n_jobs=n_jobs, verbose=verbose,
+            label=f"PhasedERM phase {t}/{len(plan.phases)}")
+    return theta
