@@ -6,6 +6,7 @@ by ``groups``), with the number of users public.
 """
 
 from ._dpsgd import UserDPSGDClassifier, UserDPSGDRegressor
+from ._linear_regression import UserDPLinearRegression
 from ._sgd import (
     GradientPlan,
     PhasedPlan,
@@ -18,6 +19,7 @@ from ._sgd import (
 __all__ = [
     "UserDPSGDRegressor",
     "UserDPSGDClassifier",
+    "UserDPLinearRegression",
     "GradientPlan",
     "plan_gradient_descent",
     "private_gradient_descent",
