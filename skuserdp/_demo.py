@@ -10,6 +10,8 @@ import time
 import warnings
 
 import numpy as np
+from sklearn.base import is_classifier, is_regressor
+from sklearn.linear_model import LinearRegression, LogisticRegression
 
 from .datasets import make_user_samples
 from .users import user_means
@@ -60,6 +62,24 @@ DEMO_CONFIGS = {
         for delta in (1e-6, 0.0)
         for eps in (0.5, 1.0, 2.0)
     ],
+    # Linear models on the supervised task of :func:`_supervised_task`: rows
+    # divided by the public constant 1.5·sqrt(d) (coordinates spread about
+    # 1.1 around a mean in [-1, 1]) have norm about 0.8 (feature_bound=1 projects the
+    # few longer ones); |y| <= 1; coefficient norms about 1.6 (regression)
+    # and 3.2 (classification) inside the public radii 3 and 5; user-average
+    # gradients clipped at 0.5.
+    "UserDPSGDRegressor": [
+        dict(epsilon=eps, delta=1e-6, radius=3.0, clip_norm=0.5, max_iter=300)
+        for eps in (0.5, 1.0, 2.0)
+    ],
+    "UserDPSGDClassifier": [
+        dict(epsilon=eps, delta=1e-6, radius=5.0, clip_norm=0.5, max_iter=300,
+             classes=[0, 1])
+        for eps in (0.5, 1.0, 2.0)
+    ],
+    "UserDPLinearRegression": [
+        dict(epsilon=eps, delta=1e-6) for eps in (0.5, 1.0, 2.0)
+    ],
     # The same knowledge as a box: every coordinate of a user mean in [-5, 5].
     "WinsorizedMeanEstimator": [
         dict(epsilon=eps, delta=delta, bound=5.0)
@@ -67,6 +87,33 @@ DEMO_CONFIGS = {
         for eps in (0.5, 1.0, 2.0)
     ],
 }
+
+
+def _supervised_task(X, groups, kind):
+    """Scaled rows, a target and the non-private reference coefficients.
+
+    Rows are divided by the public constant ``1.5·sqrt(d)``. The regression
+    target is linear in them (coefficients alternating ±0.5, intercept 0.1)
+    plus noise of standard deviation 0.1, clipped to [-1, 1]; the class
+    label follows a logistic model with twice those coefficients. The
+    reference solves the same user-weighted objective (each user's rows
+    weigh ``1/m_u``) without privacy.
+    """
+    d = X.shape[1]
+    Xs = X / (1.5 * np.sqrt(d))
+    w = np.where(np.arange(d) % 2 == 0, 0.5, -0.5)
+    rng = np.random.default_rng(0)
+    z = Xs @ w + 0.1
+    counts = np.unique(groups, return_inverse=True, return_counts=True)
+    weights = 1.0 / counts[2][counts[1]]
+    if kind == "classification":
+        y = (2.0 * z + rng.logistic(size=z.shape[0]) > 0).astype(int)
+        ref = LogisticRegression(C=1e6, max_iter=1000).fit(Xs, y,
+                                                           sample_weight=weights)
+    else:
+        y = np.clip(z + rng.normal(scale=0.1, size=z.shape[0]), -1.0, 1.0)
+        ref = LinearRegression().fit(Xs, y, sample_weight=weights)
+    return Xs, y, np.ravel(ref.coef_)
 
 
 def run_demo(random_state=0, data=None):
@@ -83,7 +130,9 @@ def run_demo(random_state=0, data=None):
     -------
     rows : list of dict
         Keys ``estimator``, ``epsilon``, ``delta``, ``epsilon_spent``,
-        ``delta_spent``, ``l2_error``, ``fit_time`` and ``error_bound`` (the
+        ``delta_spent``, ``l2_error`` (for the linear models: of the
+        coefficients, against the non-private solution of the same
+        objective), ``fit_time`` and ``error_bound`` (the
         estimator's published accuracy radius, or None).
     """
     X, groups, _ = make_user_samples(**{**DEMO_DATA, **(data or {})},
@@ -98,15 +147,26 @@ def run_demo(random_state=0, data=None):
         if name not in DEMO_CONFIGS:
             raise RuntimeError(f"{name} has no entry in skuserdp._demo.DEMO_CONFIGS.")
         categorical = name == "DiscreteDistributionEstimator"
+        supervised = is_regressor(cls()) or is_classifier(cls())
+        if supervised:
+            kind = "classification" if is_classifier(cls()) else "regression"
+            Xs, y, coef_reference = _supervised_task(X, groups, kind)
         for params in DEMO_CONFIGS[name]:
             est = cls(**params, random_state=random_state)
             start = time.perf_counter()
             with warnings.catch_warnings():
                 warnings.simplefilter("error")  # a demo fit must not warn
-                est.fit(cats if categorical else X, groups=groups)
+                if supervised:
+                    est.fit(Xs, y, groups=groups)
+                else:
+                    est.fit(cats if categorical else X, groups=groups)
             elapsed = time.perf_counter() - start
-            estimate = est.probabilities_ if categorical else est.mean_
-            target = cat_reference if categorical else reference
+            if supervised:
+                estimate, target = np.ravel(est.coef_), coef_reference
+            elif categorical:
+                estimate, target = est.probabilities_, cat_reference
+            else:
+                estimate, target = est.mean_, reference
             rows.append(dict(
                 estimator=name,
                 error_bound=getattr(est, "error_bound_", None),
@@ -144,6 +204,7 @@ def main(random_state=0):
     d = DEMO_DATA
     print(f"skuserdp demo: {d['n_users']} users, {d['n_features']} features, "
           f"{d['samples_per_user'][0]}-{d['samples_per_user'][1]} rows per user.")
-    print("L2 error is against the non-private mean of the per-user means.\n")
+    print("L2 error is against the non-private mean of the per-user means; for "
+          "the linear models, of the coefficients against the non-private fit.\n")
     print(format_table(run_demo(random_state)))
     return 0
