@@ -14,6 +14,11 @@ from ._ball_sampler import (
 )
 from ._budget import ZCDP, ApproxDP, PureDP
 from ._subsampled import calibrate_poisson_gaussian, poisson_gaussian_epsilon
+from ._selection import (
+    random_stopping_call_budget,
+    random_stopping_max_iter,
+    random_stopping_privacy,
+)
 from ._stability import stability_histogram_privacy, stability_histogram_threshold
 from ._composition import (
     adaptive_query_budget,
@@ -92,6 +97,9 @@ __all__ = [
     "ball_sampler_max_rounds",
     "stability_histogram_threshold",
     "stability_histogram_privacy",
+    "random_stopping_call_budget",
+    "random_stopping_privacy",
+    "random_stopping_max_iter",
     "poisson_gaussian_epsilon",
     "calibrate_poisson_gaussian",
 ]

@@ -1,0 +1,25 @@
+"""User-level private model selection.
+
+Levy et al.'s Algorithm 5 ("Learning with User-Level Privacy", NeurIPS 2021,
+Appendix A; spec ``levy2021_user_level_learning.md`` §3.10): private
+selection among K candidates with Liu & Talwar's random stopping, each
+candidate's loss released by the one-dimensional WinsorizedMean at ε/3.
+Pure ε-DP for the uncapped loop; the loop is capped at a cost of a tiny,
+reported δ.
+"""
+
+from ._private_selection import (
+    SelectionResult,
+    Theorem6Bound,
+    private_selection,
+    select_model_privately,
+    theorem6_error_bound,
+)
+
+__all__ = [
+    "private_selection",
+    "select_model_privately",
+    "theorem6_error_bound",
+    "SelectionResult",
+    "Theorem6Bound",
+]
