@@ -237,7 +237,7 @@ _COMMON_ATTRS = """\
         Number of users.
     n_features_in_ : int
         Number of features.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Feature names, when ``X`` has string column names.
     privacy_loss_ : ZCDP, ApproxDP or PureDP
         The composed privacy loss of the fit.
@@ -397,10 +397,12 @@ class UserDPSGDRegressor(RegressorMixin, _BaseUserDPSGD):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            Rows to predict.
 
         Returns
         -------
         y_pred : ndarray of shape (n_samples,)
+            The predictions.
         """
         return self._decision(X)[:, 0]
 
@@ -559,10 +561,12 @@ class UserDPSGDClassifier(ClassifierMixin, _BaseUserDPSGD):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            Rows to score.
 
         Returns
         -------
         scores : ndarray of shape (n_samples,) or (n_samples, n_classes)
+            ``xᵀw + b`` (one column for two classes).
         """
         scores = self._decision(X)
         return scores[:, 0] if scores.shape[1] == 1 else scores
@@ -573,10 +577,12 @@ class UserDPSGDClassifier(ClassifierMixin, _BaseUserDPSGD):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            Rows to classify.
 
         Returns
         -------
         proba : ndarray of shape (n_samples, n_classes)
+            Probabilities of the classes in the order of ``classes_``.
         """
         scores = self._decision(X)
         if scores.shape[1] == 1:
@@ -590,10 +596,12 @@ class UserDPSGDClassifier(ClassifierMixin, _BaseUserDPSGD):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            Rows to predict.
 
         Returns
         -------
         y_pred : ndarray of shape (n_samples,)
+            The predictions.
         """
         proba = self.predict_proba(X)
         return self.classes_[np.argmax(proba, axis=1)]

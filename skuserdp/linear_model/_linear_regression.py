@@ -143,7 +143,7 @@ class UserDPLinearRegression(RegressorMixin, _UserDPLinearModel):
         Number of users.
     n_features_in_ : int
         Number of features.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Feature names, when ``X`` has string column names.
     privacy_loss_ : ZCDP or PureDP
         The privacy loss of the release.
@@ -273,10 +273,12 @@ class UserDPLinearRegression(RegressorMixin, _UserDPLinearModel):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            Rows to predict.
 
         Returns
         -------
         y_pred : ndarray of shape (n_samples,)
+            The predictions.
         """
         return self._decision(X)[:, 0]
 

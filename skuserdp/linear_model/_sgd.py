@@ -106,6 +106,15 @@ class GradientPlan:
         Radius R of the parameter ball Θ (projection).
     loss : PureDP, ApproxDP or ZCDP
         The composed privacy loss of all T releases.
+
+    Examples
+    --------
+    >>> from skuserdp.linear_model import plan_gradient_descent
+    >>> plan = plan_gradient_descent(1000, 2, epsilon=1.0, delta=1e-6, n_steps=4,
+    ...                              aggregator="clip", gradient_bound=1.0,
+    ...                              smoothness=1.0, radius=1.0)
+    >>> plan.weights.tolist()  # the average of the last half of the iterates
+    [0.0, 0.0, 0.5, 0.5]
     """
 
     n_users: int
@@ -212,6 +221,8 @@ def plan_gradient_descent(n_users, n_params, *, epsilon, delta, n_steps,
     Returns
     -------
     plan : GradientPlan
+        Step sizes, averaging weights, the per-step release plan and the
+        composed loss.
 
     Examples
     --------
@@ -388,6 +399,14 @@ class PhasedPlan:
         The strongly convex gradient-descent plan of every phase.
     loss : PureDP, ApproxDP or ZCDP
         The total loss: the worst phase (parallel composition).
+
+    Examples
+    --------
+    >>> from skuserdp.linear_model import plan_phased_erm
+    >>> plan = plan_phased_erm(100, 2, epsilon=1.0, delta=1e-6, aggregator="clip",
+    ...                        gradient_bound=1.0, smoothness=1.0, radius=1.0)
+    >>> plan.block_sizes, [round(lam / plan.lambdas[0], 6) for lam in plan.lambdas]
+    ((50, 25, 12, 6, 3), [1.0, 4.0, 16.0, 64.0, 256.0])
     """
 
     n_users: int
@@ -447,6 +466,7 @@ def plan_phased_erm(n_users, n_params, *, epsilon, delta, aggregator,
     Returns
     -------
     plan : PhasedPlan
+        Block sizes, regularisation strengths and the plan of every phase.
 
     Examples
     --------

@@ -134,6 +134,14 @@ class ClipNoisePlan:
         Replace-one sensitivity of the integer sum (grid units).
     loss : PureDP or ZCDP
         The privacy loss of the release.
+
+    Examples
+    --------
+    >>> from skuserdp.mean import plan_clip_noise
+    >>> from skuserdp.privacy import PureDP
+    >>> plan = plan_clip_noise(100, 2, budget=PureDP(1.0), radius=1.0)
+    >>> plan.norm, round(plan.ball, 4)
+    ('l1', 1.4142)
     """
 
     n_users: int
@@ -171,6 +179,7 @@ def plan_clip_noise(n_users, n_features, *, budget, radius, calibration="tight")
     Returns
     -------
     plan : ClipNoisePlan
+        Clipping ball, lattice, calibrated noise and privacy loss.
 
     Examples
     --------
@@ -222,6 +231,16 @@ def clip_noise_from_plan(user_means, plan, *, center=None, random_state=None,
     -------
     mean : ndarray of shape (n_features,)
         The private mean, ``plan.loss``-DP at user level.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skuserdp.mean import clip_noise_from_plan, plan_clip_noise
+    >>> from skuserdp.privacy import ZCDP
+    >>> plan = plan_clip_noise(5000, 2, budget=ZCDP(1.0), radius=1.0)
+    >>> clip_noise_from_plan(np.full((5000, 2), 0.5), plan,
+    ...                      random_state=0).round(2)
+    array([0.5, 0.5])
     """
     U = np.asarray(user_means, dtype=np.float64)
     if U.shape != (plan.n_users, plan.n_features):

@@ -2,8 +2,9 @@
 
 Use :func:`fill_doc` on a class or function whose docstring contains
 placeholders such as ``{epsilon}`` on a line of their own; only the names in
-:data:`PARAMETER_DOCS` and :data:`PARAGRAPHS` are replaced (other braces are
-left alone), and the inserted text is indented to match the placeholder.
+:data:`PARAMETER_DOCS` and :data:`PARAGRAPHS` are replaced (other single
+braces are left alone; doubled braces ``{{`` and ``}}`` become single ones),
+and the inserted text is indented to match the placeholder.
 """
 
 import re
@@ -64,7 +65,8 @@ def _substitute(doc):
         out += [indent + line if line else "" for line in lines[1:]]
         return "\n".join(out)
 
-    return _PATTERN.sub(repl, doc)
+    # Doubled braces (``{{…}}``, str.format style) stand for literal braces.
+    return _PATTERN.sub(repl, doc).replace("{{", "{").replace("}}", "}")
 
 
 def fill_doc(obj):
