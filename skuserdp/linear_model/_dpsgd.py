@@ -406,6 +406,32 @@ class UserDPSGDRegressor(RegressorMixin, _BaseUserDPSGD):
         """
         return self._decision(X)[:, 0]
 
+    def score(self, X, y, sample_weight=None, *, groups=None):
+        """R² of the predictions on held-out rows.
+
+        The score uses the held-out data without noise: it is for evaluation
+        on synthetic, public or held-out data; choosing hyper-parameters with
+        it on private data is not differentially private.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Held-out rows.
+        y : array-like of shape (n_samples,)
+            Their targets.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Row weights.
+        groups : array-like of shape (n_samples,), default=None
+            Ignored (R² is a row-level score); accepted so that metadata
+            routing, which sends ``groups`` to ``score``, works.
+
+        Returns
+        -------
+        score : float
+            The coefficient of determination.
+        """
+        return RegressorMixin.score(self, X, y, sample_weight=sample_weight)
+
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.regressor_tags.poor_score = True
@@ -605,6 +631,32 @@ class UserDPSGDClassifier(ClassifierMixin, _BaseUserDPSGD):
         """
         proba = self.predict_proba(X)
         return self.classes_[np.argmax(proba, axis=1)]
+
+    def score(self, X, y, sample_weight=None, *, groups=None):
+        """Accuracy of the predictions on held-out rows.
+
+        The score uses the held-out data without noise: it is for evaluation
+        on synthetic, public or held-out data; choosing hyper-parameters with
+        it on private data is not differentially private.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Held-out rows.
+        y : array-like of shape (n_samples,)
+            Their labels.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Row weights.
+        groups : array-like of shape (n_samples,), default=None
+            Ignored (accuracy is a row-level score); accepted so that
+            metadata routing, which sends ``groups`` to ``score``, works.
+
+        Returns
+        -------
+        score : float
+            The fraction of correctly classified rows.
+        """
+        return ClassifierMixin.score(self, X, y, sample_weight=sample_weight)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -384,8 +384,10 @@ def adaptive_query_budget(epsilon, delta, k, *, calibration="tight"):
 def compose_adaptive_queries(loss, k, delta):
     """Total loss of ``k`` adaptive queries that each incurred ``loss``.
 
-    zCDP and pure losses add up; (ε, δ) losses use
-    :func:`compose_homogeneous` with slack ``δ/2`` (Theorem 10's split).
+    zCDP losses add up; (ε, δ) losses, and pure losses when ``delta > 0``,
+    use :func:`compose_homogeneous` with slack ``δ/2`` (Theorem 10's split:
+    the better of basic and advanced composition); pure losses with
+    ``delta = 0`` add up.
 
     Parameters
     ----------
@@ -408,5 +410,10 @@ def compose_adaptive_queries(loss, k, delta):
     ZCDP(rho=0.1)
     """
     if isinstance(loss, ApproxDP) and loss.delta > 0:
+        return compose_homogeneous(loss, k, delta / 2.0)
+    if isinstance(loss, PureDP) and delta > 0:
+        # Pure per-query losses (e.g. a one-coordinate WinsorizedMean whose
+        # budget was an (ε₀, δ₀) split): advanced composition with slack δ/2
+        # when it beats basic composition, as the split assumed.
         return compose_homogeneous(loss, k, delta / 2.0)
     return compose(*([loss] * int(k)))

@@ -35,6 +35,8 @@ __all__ = [
 
 #: PLD discretisation of the privacy loss (smaller is tighter and slower)
 PLD_DISCRETISATION = 1e-4
+#: smallest noise multiplier the calibration tries
+MIN_MULTIPLIER = 0.125
 
 
 def _dp_accounting():
@@ -109,6 +111,9 @@ def calibrate_poisson_gaussian(epsilon, delta, sampling_rate, steps, *,
 
     Bisection on :func:`poisson_gaussian_epsilon` (monotone in the
     multiplier), returning a multiplier whose composed ε is ``<= epsilon``.
+    Multipliers below 1/8 are never tried (their privacy loss distributions
+    are huge); when even 1/8 meets the target, a multiplier between 1/8 and
+    1/4 is returned (more noise than needed, never less).
 
     Parameters
     ----------
@@ -142,14 +147,18 @@ def calibrate_poisson_gaussian(epsilon, delta, sampling_rate, steps, *,
     def eps_of(z):
         return poisson_gaussian_epsilon(z, sampling_rate, steps, delta).epsilon
 
-    lo, hi = 1e-3, 1.0
+    # Bracket [lo, hi] with eps_of(lo) > ε >= eps_of(hi), never evaluating
+    # multipliers below MIN_MULTIPLIER (their PLDs need huge supports; such
+    # small noise is only enough for very large ε, and more noise is safe).
+    hi = 1.0
     while eps_of(hi) > epsilon:
-        lo, hi = hi, hi * 2.0
+        hi *= 2.0
         if hi > 1e9:
             raise ValueError("no noise multiplier up to 1e9 meets the target.")
-    if eps_of(lo) <= epsilon:
-        hi = lo
-    else:
+    lo = hi / 2.0
+    while lo >= MIN_MULTIPLIER and eps_of(lo) <= epsilon:
+        hi, lo = lo, lo / 2.0
+    if lo >= MIN_MULTIPLIER:
         while hi - lo > rtol * hi:
             mid = math.sqrt(lo * hi)
             if eps_of(mid) > epsilon:
