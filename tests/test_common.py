@@ -72,6 +72,10 @@ EXPECTED_FAILED_CHECKS = {
 
 ESTIMATORS = [cls(**INIT_PARAMS.get(name, {"random_state": 0}))
               for name, cls in all_estimators()]
+# The private standardisation path of the DP-SGD models, checked as well.
+ESTIMATORS += [cls(**INIT_PARAMS[cls.__name__], standardize=True)
+               for name, cls in all_estimators()
+               if name in ("UserDPSGDRegressor", "UserDPSGDClassifier")]
 
 
 def _expected_failed_checks(estimator):

@@ -29,6 +29,7 @@ from ._composition import (
     compose_homogeneous,
     compose_parallel,
     split_off,
+    split_zcdp,
     zcdp_remaining,
 )
 from ._calibration import (
@@ -69,6 +70,7 @@ __all__ = [
     "advanced_composition_step",
     "zcdp_remaining",
     "split_off",
+    "split_zcdp",
     "adaptive_query_budget",
     "compose_adaptive_queries",
     "bounded_range_epsilon",

@@ -17,7 +17,12 @@ References
 import math
 
 from ._budget import ZCDP, ApproxDP, PureDP, _check_positive_finite
-from ._conversion import _as_rho, bounded_range_epsilon, zcdp_rho_for
+from ._conversion import (
+    _as_rho,
+    bounded_range_epsilon,
+    zcdp_rho_for,
+    zcdp_to_approx_dp,
+)
 
 __all__ = [
     "compose",
@@ -27,6 +32,7 @@ __all__ = [
     "advanced_composition_step",
     "zcdp_remaining",
     "split_off",
+    "split_zcdp",
     "adaptive_query_budget",
     "compose_adaptive_queries",
 ]
@@ -336,6 +342,52 @@ def split_off(budget, share):
         return share * budget.epsilon, ApproxDP((1 - share) * budget.epsilon,
                                                 budget.delta)
     raise TypeError("budget must be a PureDP, ApproxDP or ZCDP loss.")
+
+
+def split_zcdp(epsilon, delta, share):
+    """Split an (ε, δ) target, accounted in zCDP, into a ρ share and the rest.
+
+    The target is turned into ``ρ = zcdp_rho_for(ε, δ)``; the first part
+    gets ``share·ρ`` and the rest ``(1 − share)·ρ``, expressed as the ε'
+    that the rest reaches at the same δ, so that a planner taking (ε', δ)
+    can run it. A mechanism that spends ``ZCDP(share·ρ)`` followed by one
+    whose loss is at most ``zcdp_rho_for(ε', δ) ≤ (1 − share)·ρ`` composes to
+    at most ρ, hence to (ε, δ).
+
+    Parameters
+    ----------
+    epsilon : float
+        Total ε, ``> 0``.
+    delta : float
+        Total δ in ``(0, 1)``.
+    share : float
+        Fraction in ``(0, 1)`` of ρ given to the first part.
+
+    Returns
+    -------
+    first : ZCDP
+        The budget of the first part.
+    rest_epsilon : float
+        The ε at ``delta`` of the rest.
+
+    Examples
+    --------
+    >>> from skuserdp.privacy import split_zcdp, zcdp_rho_for
+    >>> first, rest_eps = split_zcdp(1.0, 1e-6, 0.2)
+    >>> rho = zcdp_rho_for(1.0, 1e-6)
+    >>> round(first.rho / rho, 12), rest_eps < 1.0
+    (0.2, True)
+    >>> first.rho + zcdp_rho_for(rest_eps, 1e-6) <= rho
+    True
+    """
+    _check_positive_finite("epsilon", epsilon)
+    if not 0 < delta < 1:
+        raise ValueError(f"delta must be in (0, 1), got {delta!r}.")
+    if not 0 < share < 1:
+        raise ValueError(f"share must be in (0, 1), got {share!r}.")
+    rho = zcdp_rho_for(epsilon, delta)
+    first = share * rho
+    return ZCDP(first), zcdp_to_approx_dp(rho - first, delta).epsilon
 
 
 def adaptive_query_budget(epsilon, delta, k, *, calibration="tight"):
