@@ -365,7 +365,7 @@ _NOTES = """\
     onto the ball of radius ``3√n_features`` (``radius``, ``alpha`` and
     ``clip_norm`` then act on the standardised scale) with the remaining
     ``(1 − standardize_share)·ρ``; and maps the model back. On the wage
-    panel at ε = 1 it lifts R² from 0.07 to about 0.15
+    panel at ε = 1 it lifts R² from 0.07 to about 0.13–0.15
     (``benchmarks/README.md``).
 
     Repeated fits on the same users (grid search, cross-validation) compose:
