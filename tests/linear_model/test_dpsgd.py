@@ -611,21 +611,6 @@ def test_audit_core_poisson_sampling(noise_factor, violation):
     assert res.violation == violation, str(res)
 
 
-class _XYRegressor(BaseEstimator):
-    """Wraps a regressor for audit_estimator (which calls fit(X, groups=...)):
-    the last column of X is the target."""
-
-    def __init__(self, estimator=None, random_state=None):
-        self.estimator = estimator
-        self.random_state = random_state
-
-    def fit(self, X, groups=None):
-        est = clone(self.estimator).set_params(random_state=self.random_state)
-        est.fit(X[:, :-1], X[:, -1], groups=groups)
-        self.coef_, self.epsilon_, self.delta_ = est.coef_, est.epsilon_, est.delta_
-        return self
-
-
 def _regressor_pair(n_users):
     # Every user has the row x = 1 with target −1; in the neighbour one user
     # has target +1. With fit_intercept=False the user gradient at θ0 = 0 is
@@ -640,12 +625,13 @@ def _regressor_pair(n_users):
 @pytest.mark.slow
 @pytest.mark.parametrize("kw", [dict(), dict(delta=0.0),
                                 dict(aggregator="winsorized", tau=0.5)])
-def test_audit_regressor(kw):
+def test_audit_regressor(kw, xy_audited):
     X, g, Xp, gp = _regressor_pair(10)
     reg = UserDPSGDRegressor(epsilon=1.0, fit_intercept=False, clip_norm=1.0,
                              max_iter=1, **kw)
-    res = audit_estimator(_XYRegressor(reg), X, Xp, groups=g, groups_prime=gp,
-                          statistic=lambda e: float(e.coef_[0]), n_runs=10000,
+    res = audit_estimator(xy_audited(reg), X, Xp, groups=g, groups_prime=gp,
+                          statistic=lambda e: float(e.fitted_.coef_[0]),
+                          n_runs=10000,
                           random_state=0)
     assert not res.violation, str(res)
 

@@ -15,7 +15,6 @@ import math
 
 import numpy as np
 import pytest
-from sklearn.base import BaseEstimator, clone
 from sklearn.linear_model import LinearRegression
 
 import skuserdp.linear_model._dpsgd as dpsgd
@@ -240,38 +239,22 @@ def test_non_zcdp_plan_is_refused(monkeypatch):
 
 
 # ------------------------------------------------------------------ audits
-class _Audited(BaseEstimator):
-    """fit(X, groups): last column of X is the target; exposes a statistic."""
-
-    def __init__(self, estimator=None, random_state=None):
-        self.estimator = estimator
-        self.random_state = random_state
-
-    def fit(self, X, groups=None):
-        est = clone(self.estimator).set_params(random_state=self.random_state)
-        est.fit(X[:, :-1], X[:, -1], groups=groups)
-        self.center_ = float(est.feature_center_[0])
-        self.intercept_ = float(est.intercept_)
-        self.epsilon_, self.delta_ = est.epsilon_, est.delta_
-        return self
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("which", ["features", "target"])
-def test_audit_standardised_regressor(which):
+def test_audit_standardised_regressor(which, xy_audited):
     n = 10
     X = np.column_stack([-np.ones(n), -np.ones(n)])
     Xp = X.copy()
     if which == "features":  # one user's row moves across the box
         Xp[0, 0] = 1.0
-        stat = "center_"
+        stat = lambda e: float(e.fitted_.feature_center_[0])  # noqa: E731
     else:  # one user's target flips: only the gradient steps see it
         Xp[0, 1] = 1.0
-        stat = "intercept_"
+        stat = lambda e: float(e.fitted_.intercept_)  # noqa: E731
     g = np.arange(n)
     reg = UserDPSGDRegressor(epsilon=1.0, standardize=True, standardize_share=0.5,
                              clip_norm=1.0, max_iter=1)
-    res = audit_estimator(_Audited(reg), X, Xp, groups=g, groups_prime=g.copy(),
-                          statistic=lambda e: getattr(e, stat), n_runs=5000,
+    res = audit_estimator(xy_audited(reg), X, Xp, groups=g, groups_prime=g.copy(),
+                          statistic=stat, n_runs=5000,
                           random_state=0)
     assert not res.violation, str(res)
