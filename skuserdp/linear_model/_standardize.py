@@ -17,9 +17,18 @@ per feature:
    ``[0, max(upper − m̂, m̂ − lower)]``.
 
 The spread is ``√(π/2)`` times the released deviation (the standard
-deviation for Gaussian data), floored at ``SPREAD_FLOOR`` times the public
-half-range. A mean absolute deviation has no cancellation, unlike a variance
-``E[x²] − m̂²``, whose noise is of the size of ``E[x²]``.
+deviation for Gaussian data). A mean absolute deviation has no cancellation,
+unlike a variance ``E[x²] − m̂²``, whose noise is of the size of ``E[x²]``.
+
+The released deviation is floored at ``NOISE_FLOOR`` (= 2) standard
+deviations of its own noise (public: it comes from the plan), and the spread
+at ``SPREAD_FLOOR`` times the public half-range. The harm of a wrong spread
+is asymmetric: an over-estimated spread shrinks the feature and only slows
+gradient descent along it, but an under-estimated one inflates the
+feature's curvature past what the step size tolerates. A released deviation
+below two noise standard deviations cannot be told apart from zero, so it is
+rounded *up*. On the wage panel this floor lifts the lower quartile of R² at
+ε = 1 from 0.127 to 0.138 (80 repetitions, issue 6 notes).
 """
 
 import math
@@ -36,6 +45,9 @@ __all__ = ["private_standardization", "standardized_row_bound",
 
 #: Floor of a released spread, as a fraction of the public half-range.
 SPREAD_FLOOR = 0.05
+#: Floor of a released mean absolute deviation, in standard deviations of
+#: its noise (public, from the release plan).
+NOISE_FLOOR = 2.0
 #: Standardised rows are projected onto the ball of radius this times √d.
 Z_BOUND_PER_FEATURE = 3.0
 
@@ -139,6 +151,7 @@ def private_standardization(X, codes, n_users, *, budget, lower, upper,
     dev = clip_noise_from_plan(
         _means_by_code(np.abs(Xb - center), codes, n_users)[0], dev_plan,
         center=reach / 2.0, random_state=seed_spread, n_jobs=n_jobs)
-    scale = np.maximum(np.clip(dev, 0.0, reach) * math.sqrt(math.pi / 2.0),
-                       SPREAD_FLOOR * halfrange)
+    dev = np.maximum(np.clip(dev, 0.0, reach),
+                     NOISE_FLOOR * math.sqrt(dev_plan.noise_variance))
+    scale = np.maximum(dev * math.sqrt(math.pi / 2.0), SPREAD_FLOOR * halfrange)
     return center, scale, compose(plan.loss, dev_plan.loss)

@@ -122,6 +122,46 @@ def test_outputs_are_the_defining_statistics_at_a_huge_budget():
     assert scale[0] > 10 * scale[1]
 
 
+def _noise_floor(n_users, budget, center, lower, upper):
+    reach = np.maximum(upper - center, center - lower)
+    plan = stdz.plan_clip_noise(n_users, len(center), budget=ZCDP(budget.rho / 2),
+                                radius=float(np.linalg.norm(reach / 2)))
+    return 2.0 * math.sqrt(plan.noise_variance)  # on the deviation's scale
+
+
+def test_spread_is_floored_at_two_noise_sds_of_the_deviation_release(monkeypatch):
+    # The rule, exactly: the released deviations are replaced (monkeypatched)
+    # by chosen values, one below and one above 2 noise SDs of the deviation
+    # release (a public number, from its plan).
+    rng = np.random.default_rng(5)
+    n_users, m = 400, 4
+    X = rng.uniform(-1.0, 1.0, (n_users * m, 2))
+    groups = np.repeat(np.arange(n_users), m)
+    lower, upper = np.array([-1.0, -1.0]), np.array([1.0, 1.0])
+    budget = ZCDP(0.02)
+    center = np.array([0.1, -0.2])
+    floor = _noise_floor(n_users, budget, center, lower, upper)
+    k = math.sqrt(math.pi / 2)
+    assert floor * k > 0.05  # the noise floor binds, not the 5 % one
+    released = iter([center, np.array([0.3 * floor, 3.0 * floor])])
+    monkeypatch.setattr(stdz, "clip_noise_from_plan",
+                        lambda *a, **k: next(released))
+    c, scale, _ = stdz.private_standardization(
+        X, groups, n_users, budget=budget, lower=lower, upper=upper,
+        random_state=0)
+    np.testing.assert_array_equal(c, center)
+    np.testing.assert_allclose(scale, [floor * k, 3.0 * floor * k], rtol=1e-12)
+    monkeypatch.undo()
+    # Real releases: a constant feature never comes out below the floor.
+    X[:, 1] = 0.25
+    for seed in range(20):
+        c, scale, _ = stdz.private_standardization(
+            X, groups, n_users, budget=budget, lower=lower, upper=upper,
+            random_state=seed)
+        assert scale[1] >= _noise_floor(n_users, budget, c, lower, upper) * k * (
+            1 - 1e-12)
+
+
 def test_bounds_validation():
     lo, hi = stdz.check_standardize_bounds(None, 3, 2.0)
     np.testing.assert_array_equal(lo, [-2.0] * 3)
