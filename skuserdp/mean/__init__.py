@@ -7,6 +7,12 @@ from ._clip_noise import (
     clip_noise_mean,
     plan_clip_noise,
 )
+from ._coinpress import (
+    CoinPressMeanEstimator,
+    CoinPressPlan,
+    coinpress_mean,
+    plan_coinpress,
+)
 from ._discrete import DiscreteDistributionEstimator
 from ._threaded import ThreadedClipNoiseEstimator
 from ._few_users_mean import FewUsersBallEstimator, few_users_mean
@@ -23,6 +29,7 @@ __all__ = [
     "FewUsersBallEstimator",
     "DiscreteDistributionEstimator",
     "ThreadedClipNoiseEstimator",
+    "CoinPressMeanEstimator",
     "clip_noise_mean",
     "plan_clip_noise",
     "clip_noise_from_plan",
@@ -33,4 +40,7 @@ __all__ = [
     "WinsorizedPlan",
     "plan_winsorized_mean",
     "winsorized_mean_from_plan",
+    "coinpress_mean",
+    "plan_coinpress",
+    "CoinPressPlan",
 ]

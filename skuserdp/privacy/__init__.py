@@ -30,6 +30,7 @@ from ._composition import (
     compose_parallel,
     split_off,
     split_zcdp,
+    split_zcdp_shares,
     zcdp_remaining,
 )
 from ._calibration import (
@@ -71,6 +72,7 @@ __all__ = [
     "zcdp_remaining",
     "split_off",
     "split_zcdp",
+    "split_zcdp_shares",
     "adaptive_query_budget",
     "compose_adaptive_queries",
     "bounded_range_epsilon",

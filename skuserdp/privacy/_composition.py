@@ -16,6 +16,8 @@ References
 
 import math
 
+import numpy as np
+
 from ._budget import ZCDP, ApproxDP, PureDP, _check_positive_finite
 from ._conversion import (
     _as_rho,
@@ -33,6 +35,7 @@ __all__ = [
     "zcdp_remaining",
     "split_off",
     "split_zcdp",
+    "split_zcdp_shares",
     "adaptive_query_budget",
     "compose_adaptive_queries",
 ]
@@ -388,6 +391,46 @@ def split_zcdp(epsilon, delta, share):
     rho = zcdp_rho_for(epsilon, delta)
     first = share * rho
     return ZCDP(first), zcdp_to_approx_dp(rho - first, delta).epsilon
+
+
+def split_zcdp_shares(budget, shares):
+    """Split a zCDP budget into parts proportional to public ``shares``.
+
+    zCDP composes additively, so parts ``ZCDP(w_i·ρ)`` with ``w_i =
+    shares_i / Σ shares`` compose back to at most ``budget``. Each part is
+    rounded *down* by one ulp-scale step so that floating-point summation
+    cannot exceed ``ρ``.
+
+    Parameters
+    ----------
+    budget : ZCDP
+        The total budget ``ρ``.
+    shares : sequence of float
+        Public non-negative weights with a positive sum.
+
+    Returns
+    -------
+    parts : tuple of ZCDP
+        One budget per share, in order.
+
+    Examples
+    --------
+    >>> from skuserdp.privacy import ZCDP, compose, split_zcdp_shares
+    >>> parts = split_zcdp_shares(ZCDP(1.0), [1, 1, 2])
+    >>> [round(p.rho, 6) for p in parts]
+    [0.25, 0.25, 0.5]
+    >>> compose(*parts).rho <= 1.0
+    True
+    """
+    if not isinstance(budget, ZCDP):
+        raise TypeError(f"budget must be a ZCDP loss, got {type(budget).__name__}.")
+    w = np.asarray(shares, dtype=np.float64)
+    if w.ndim != 1 or w.size == 0 or not np.all(np.isfinite(w)) or np.any(w < 0) \
+            or w.sum() <= 0:
+        raise ValueError("shares must be a non-empty sequence of finite numbers >= 0 "
+                         "with a positive sum.")
+    parts = budget.rho * (w / w.sum()) * (1.0 - 4.0 * w.size * np.finfo(float).eps)
+    return tuple(ZCDP(float(p)) for p in parts)
 
 
 def adaptive_query_budget(epsilon, delta, k, *, calibration="tight"):

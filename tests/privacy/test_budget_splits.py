@@ -27,6 +27,7 @@ from skuserdp.privacy import (
     linf_ball_l2_radius,
     pure_to_zcdp,
     split_off,
+    split_zcdp_shares,
     zcdp_remaining,
     zcdp_to_approx_dp,
 )
@@ -315,3 +316,30 @@ def test_linf_ball_l2_radius_bad_inputs():
         linf_ball_l2_radius(1.0, 0)
     with pytest.raises(ValueError):
         linf_ball_l2_radius(math.inf, 4)
+
+
+# ------------------------------------------------------------ split_zcdp_shares
+@pytest.mark.parametrize("rho", [1e-6, 0.0244, 1.0, 37.5])
+@pytest.mark.parametrize("shares", [[1.0], [1, 1, 2], [0.05, 0.05, 0.05, 0.85],
+                                    [0.3] * 17, [0.0, 1.0, 1e-9]])
+def test_split_zcdp_shares_recomposes_to_at_most_the_budget(rho, shares):
+    parts = split_zcdp_shares(ZCDP(rho), shares)
+    assert len(parts) == len(shares)
+    assert compose(*parts).rho <= rho
+    # sequential float sums in any order stay under ρ, too
+    assert sum(p.rho for p in reversed(parts)) <= rho
+    w = np.asarray(shares, dtype=float) / np.sum(shares)
+    np.testing.assert_allclose([p.rho for p in parts], rho * w, rtol=1e-12, atol=0)
+
+
+@pytest.mark.parametrize("budget, shares, err", [
+    (ApproxDP(1.0, 1e-6), [1.0], TypeError),
+    (ZCDP(1.0), [], ValueError),
+    (ZCDP(1.0), [0.0, 0.0], ValueError),
+    (ZCDP(1.0), [1.0, -0.1], ValueError),
+    (ZCDP(1.0), [1.0, float("nan")], ValueError),
+    (ZCDP(1.0), [[1.0, 2.0]], ValueError),
+])
+def test_split_zcdp_shares_rejects_bad_inputs(budget, shares, err):
+    with pytest.raises(err):
+        split_zcdp_shares(budget, shares)

@@ -1,0 +1,422 @@
+"""CoinPress-style user-level mean: shrink a confidence ball, then clip and noise.
+
+After Biswas, Dong, Kamath and Ullman, "CoinPress: Practical Private Mean and
+Covariance Estimation" (NeurIPS 2020), the iterative mean estimator (their
+Algorithms 1–2), reimplemented from the paper (its public code has no
+licence; spec ``dp_library_survey.md`` §2.9) and run on *per-user means*, so
+the unit of privacy is the user (replace-one, the number of users public).
+Not one of the three papers of the project; issue 7.
+
+A public ball ``B(c₀, r₀)`` (by default the circumscribed ball of the public
+box ``[-bound, bound]^d``) is shrunk in ``n_steps − 1`` steps; a last
+clip-and-noise release spends ``final_share`` of the zCDP budget. Step ``t``:
+
+1. release the mean of the users' means clipped to ``B(c_t, r_t + s)``
+   (:func:`skuserdp.mean.plan_clip_noise`, lattice discrete Gaussian) as the
+   new centre ``c_{t+1}``;
+2. set the new radius ``r_{t+1}``:
+
+   * *declared spread* ``s = radius`` (the paper's setting, where the
+     covariance is known): ``r_{t+1} = σ_t·(√d + √(2 ln(1/β)))``, the
+     Gaussian tail radius of the noise just added (``σ_t`` public, from the
+     plan), which contains the empirical mean w.p. ``≥ 1 − β`` when no user
+     was clipped;
+   * *no declared spread* (``radius=None``, OUR CHOICE, not in the paper:
+     only ``bound`` is known): ``s = 0`` and a second, one-dimensional
+     clip-and-noise release gives the mean distance ``D̄`` of the users'
+     means to ``c_{t+1}`` (distances clipped to ``[0, r_t]``);
+     ``r_{t+1} = min(scale_factor·max(D̄, 2σ_D), r_t)`` with ``σ_D`` that
+     release's public noise standard deviation (so a noisy ``D̄`` near 0
+     cannot collapse the ball, and the ball never grows).
+
+Every radius and centre is a public constant or a function of earlier
+releases; every release's budget is fixed in advance by
+:func:`plan_coinpress` (public values only), so the loss is the zCDP
+composition of the planned budgets, whatever the data.
+
+Why the mean distance works without a declared spread: the mean distance of
+points to ``c`` is at least the distance of ``c`` to their mean, so with
+``scale_factor ≥ 1`` the new ball contains the empirical mean, and it also
+covers the bulk of the users. Clipping a symmetric cloud around a centre
+close to its mean pulls nothing on average, so clipping some users at
+``1.2·D̄`` costs little bias (measured on T-M1, ``benchmarks/README.md``).
+"""
+
+import math
+from dataclasses import dataclass
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.utils._param_validation import Interval, StrOptions
+
+from ..base import UserLevelMeanEstimator
+from ..privacy import ZCDP, compose, split_zcdp_shares, zcdp_rho_for
+from ..utils._docstrings import fill_doc
+from ..utils._random import make_seed_sequence
+from ..utils._validation import check_bound, check_center
+from ._clip_noise import clip_noise_from_plan, plan_clip_noise
+
+__all__ = ["CoinPressPlan", "plan_coinpress", "coinpress_mean",
+           "CoinPressMeanEstimator"]
+
+
+@dataclass(frozen=True)
+class CoinPressPlan:
+    """The public budget schedule of one CoinPress run.
+
+    Computed by :func:`plan_coinpress` from public values only.
+
+    Parameters
+    ----------
+    n_users, n_features : int
+        Public shape.
+    center_budgets : tuple of ZCDP
+        Budget of the centre release of each shrinking step.
+    spread_budgets : tuple of ZCDP or None
+        Budget of the mean-distance release of each shrinking step; ``None``
+        when the spread is declared.
+    final_budget : ZCDP
+        Budget of the last release.
+    loss : ZCDP
+        The composition of all budgets.
+
+    Examples
+    --------
+    >>> from skuserdp.mean import plan_coinpress
+    >>> from skuserdp.privacy import ZCDP
+    >>> plan = plan_coinpress(500, 4, budget=ZCDP(0.1), n_steps=3,
+    ...                       declared_spread=True)
+    >>> plan.n_steps, plan.spread_budgets is None, plan.loss.rho <= 0.1
+    (3, True, True)
+    """
+
+    n_users: int
+    n_features: int
+    center_budgets: tuple
+    spread_budgets: tuple
+    final_budget: ZCDP
+    loss: ZCDP
+
+    @property
+    def n_steps(self):
+        """Number of releases of a centre (shrinking steps + the last one)."""
+        return len(self.center_budgets) + 1
+
+
+def plan_coinpress(n_users, n_features, *, budget, n_steps=8, final_share=0.75,
+                   spread_share=0.3, declared_spread=False):
+    """Fix the budget of every release of a CoinPress run (public values only).
+
+    Parameters
+    ----------
+    n_users, n_features : int
+        Public shape.
+    budget : ZCDP
+        Total budget ``ρ``.
+    n_steps : int, default=8
+        Number of centre releases, ``>= 1``: ``n_steps − 1`` shrinking steps
+        and a last release.
+    final_share : float, default=0.75
+        Share of ``ρ`` of the last release, in ``(0, 1]`` (``1`` only when
+        ``n_steps == 1``). The rest is split equally between the shrinking
+        steps.
+    spread_share : float, default=0.3
+        Share of each shrinking step's budget spent on the mean distance
+        (only when the spread is not declared), in ``(0, 1)``.
+    declared_spread : bool, default=False
+        Whether the spread of the users' means is public (no distance
+        releases).
+
+    Returns
+    -------
+    plan : CoinPressPlan
+        The budget of every release and their composition.
+
+    Examples
+    --------
+    >>> from skuserdp.mean._coinpress import plan_coinpress
+    >>> from skuserdp.privacy import ZCDP
+    >>> plan = plan_coinpress(1000, 10, budget=ZCDP(0.04), n_steps=3)
+    >>> plan.n_steps, round(plan.final_budget.rho, 6)
+    (3, 0.03)
+    >>> [round(b.rho, 6) for b in plan.center_budgets]
+    [0.0035, 0.0035]
+    >>> plan.loss.rho <= 0.04
+    True
+    """
+    if not isinstance(budget, ZCDP):
+        raise TypeError("budget must be a ZCDP loss.")
+    n_steps = int(n_steps)
+    if n_steps < 1:
+        raise ValueError(f"n_steps must be >= 1, got {n_steps}.")
+    if not 0 < final_share <= 1:
+        raise ValueError(f"final_share must be in (0, 1], got {final_share!r}.")
+    if n_steps > 1 and final_share == 1:
+        raise ValueError("final_share must be < 1 when n_steps > 1: the shrinking "
+                         "steps need a budget.")
+    if not 0 < spread_share < 1:
+        raise ValueError(f"spread_share must be in (0, 1), got {spread_share!r}.")
+    k = n_steps - 1
+    step = (1.0 - final_share) / k if k else 0.0
+    if declared_spread:
+        shares = [step] * k + [final_share]
+    else:
+        shares = [step * (1 - spread_share), step * spread_share] * k + [final_share]
+    parts = split_zcdp_shares(budget, shares)
+    if declared_spread:
+        centers, spreads = parts[:k], None
+    else:
+        centers, spreads = parts[0:2 * k:2], parts[1:2 * k:2]
+    return CoinPressPlan(int(n_users), int(n_features), tuple(centers),
+                         None if spreads is None else tuple(spreads), parts[-1],
+                         compose(*parts))
+
+
+def _gaussian_tail_radius(sigma, d, beta):
+    """``σ(√d + √(2 ln(1/β)))``: ``‖N(0, σ²I_d)‖`` exceeds it w.p. ``≤ β``
+    (Laurent–Massart, via Gaussian concentration of the norm)."""
+    return sigma * (math.sqrt(d) + math.sqrt(2.0 * math.log(1.0 / beta)))
+
+
+def coinpress_mean(user_means, plan, *, center, radius0, spread=None,
+                   scale_factor=1.2, beta=0.01, random_state=None, n_jobs=None):
+    """Run a planned CoinPress estimate on per-user means (pure-function core).
+
+    Parameters
+    ----------
+    user_means : ndarray of shape (n_users, n_features)
+        One row per user. Not modified.
+    plan : CoinPressPlan
+        From :func:`plan_coinpress` with the same shape; ``declared_spread``
+        must match ``spread is not None``.
+    center : ndarray of shape (n_features,)
+        Public centre of the initial ball.
+    radius0 : float
+        Public radius of the initial ball (it should contain the users'
+        empirical mean).
+    spread : float or None, default=None
+        Public ℓ2 radius of the users' means around their mean (declared
+        spread), or ``None`` to estimate it privately.
+    scale_factor : float, default=1.2
+        Multiplier ``≥ 1`` of the released mean distance (no declared
+        spread).
+    beta : float, default=0.01
+        Failure probability per step of the noise tail radius (declared
+        spread).
+    random_state : int, SeedSequence or None, default=None
+        Noise source.
+    n_jobs : int, default=None
+        Workers of the noise sampling.
+
+    Returns
+    -------
+    mean : ndarray of shape (n_features,)
+        The private mean.
+    radii : ndarray of shape (n_steps,)
+        The clipping radius of every centre release (public: functions of
+        public values and earlier releases).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skuserdp.mean._coinpress import coinpress_mean, plan_coinpress
+    >>> from skuserdp.privacy import ZCDP
+    >>> rng = np.random.default_rng(0)
+    >>> U = rng.normal(3.0, 0.5, size=(5000, 2))
+    >>> plan = plan_coinpress(5000, 2, budget=ZCDP(0.1))
+    >>> mean, radii = coinpress_mean(U, plan, center=np.zeros(2),
+    ...                              radius0=100.0, random_state=0)
+    >>> mean.round(1), bool(radii[-1] < 2.0)
+    (array([3., 3.]), True)
+    """
+    U = np.asarray(user_means, dtype=np.float64)
+    n, d = U.shape
+    if (n, d) != (plan.n_users, plan.n_features):
+        raise ValueError(f"plan is for shape ({plan.n_users}, {plan.n_features}), "
+                         f"user_means have shape {U.shape}.")
+    if (spread is None) != (plan.spread_budgets is not None):
+        raise ValueError("plan.spread_budgets must be None exactly when a spread is "
+                         "declared.")
+    c = np.array(center, dtype=np.float64, copy=True)
+    r = float(radius0)
+    s = 0.0 if spread is None else float(spread)
+    seeds = make_seed_sequence(random_state).spawn(2 * plan.n_steps)
+    radii = []
+    for t, cb in enumerate(plan.center_budgets):
+        cplan = plan_clip_noise(n, d, budget=cb, radius=r + s)
+        radii.append(r + s)
+        c = clip_noise_from_plan(U, cplan, center=c, random_state=seeds[2 * t],
+                                 n_jobs=n_jobs)
+        if spread is not None:
+            r = _gaussian_tail_radius(math.sqrt(cplan.noise_variance), d, beta)
+            continue
+        dist = np.minimum(np.linalg.norm(U - c, axis=1), r)[:, None]
+        dplan = plan_clip_noise(n, 1, budget=plan.spread_budgets[t], radius=r / 2.0)
+        mean_dist = float(clip_noise_from_plan(
+            dist, dplan, center=np.array([r / 2.0]), random_state=seeds[2 * t + 1])[0])
+        mean_dist = max(mean_dist, 2.0 * math.sqrt(dplan.noise_variance))
+        r = min(scale_factor * mean_dist, r)
+    fplan = plan_clip_noise(n, d, budget=plan.final_budget, radius=r + s)
+    radii.append(r + s)
+    c = clip_noise_from_plan(U, fplan, center=c, random_state=seeds[-1], n_jobs=n_jobs)
+    return c, np.array(radii)
+
+
+@fill_doc
+class CoinPressMeanEstimator(UserLevelMeanEstimator):
+    """User-level private mean by a shrinking confidence ball (CoinPress).
+
+    The iterative estimator of Biswas, Dong, Kamath and Ullman (2020), run on
+    the users' means: starting from the public box ``[-bound, bound]^d``, it
+    releases ``n_steps − 1`` clipped noisy means, each clipped to a ball
+    around the previous one whose radius shrinks with the released values,
+    then a last clipped noisy mean with ``final_share`` of the budget. It
+    needs only a *loose* public ``bound``: the shrinking finds where the
+    users are and how far they spread (privately, when ``radius`` is not
+    declared), so the last release clips at a radius close to the users'
+    actual spread instead of the box.
+
+    {user_level_note}
+
+    Parameters
+    ----------
+    {epsilon}
+    delta : float, default=1e-6
+        Failure probability δ of the user-level guarantee, in ``(0, 1)``
+        (the releases compose in zCDP). Choose δ well below ``1 / n_users``.
+    bound : float or array-like of shape (n_features,), default=1.0
+        Public box ``[-bound, bound]^d`` that contains the users' mean (it
+        may be very loose: the cost is a few shrinking steps, not noise).
+    center : float or array-like of shape (n_features,), default=None
+        Public first guess of the mean (``None`` is the origin); the first
+        ball is centred there and contains the box. Must not be computed
+        from the private data.
+    radius : float or None, default=None
+        Public ℓ2 radius of the users' means around their mean, if known
+        (CoinPress's own setting: every ball is widened by it and shrinks
+        to the Gaussian tail radius of the noise just added). ``None``: the
+        spread is estimated privately at every step (a one-dimensional
+        release of the users' mean distance to the new centre).
+    n_steps : int, default=8
+        Number of centre releases (``n_steps − 1`` shrinking steps).
+    final_share : float, default=0.75
+        Share of the zCDP budget of the last release; the rest is split
+        equally between the shrinking steps.
+    spread_share : float, default=0.3
+        Share of each shrinking step spent on the mean distance (only when
+        ``radius`` is None).
+    scale_factor : float, default=1.2
+        The next radius is ``scale_factor`` times the released mean
+        distance (only when ``radius`` is None), ``>= 1``.
+    beta : float, default=0.01
+        Failure probability of each step's tail radius (only when
+        ``radius`` is declared).
+    calibration : {{"tight"}}, default="tight"
+        zCDP accounting with the optimal conversion. There is no
+        ``"paper"`` setting: the paper's text (its budget split and radius
+        constants) was not available to this project, so the shrinking rule
+        is our reconstruction (module docstring) and is documented as such.
+    {random_state}
+    {n_jobs}
+
+    Attributes
+    ----------
+    mean_ : ndarray of shape (n_features,)
+        The private user-level mean.
+    radii_ : ndarray of shape (n_steps,)
+        The clipping radius of every centre release (functions of public
+        values and earlier releases, so public).
+    n_users_ : int
+        Number of users seen in ``fit``.
+    epsilon_ : float
+        ε actually spent (``<= epsilon``): the optimal conversion of
+        ``rho_`` at ``delta_``.
+    delta_ : float
+        δ actually spent.
+    rho_ : float
+        zCDP parameter of all releases together.
+    privacy_loss_ : ZCDP
+        The native guarantee, for composing with other fits.
+    n_features_in_ : int
+        Number of features seen during ``fit``.
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
+        Names of features seen during ``fit``. Defined only when ``X`` has
+        feature names that are all strings.
+
+    See Also
+    --------
+    ClipNoiseMeanEstimator : One release with a declared clipping ball.
+    WinsorizedMeanEstimator : Levy et al.'s estimator for many concentrated
+        users.
+
+    Notes
+    -----
+    Shrinking works when each step's noise is small against the ball, i.e.
+    ``a = 2√d / (n_users·√(2ρ_step))`` is well below 1 (``ρ_step`` the
+    budget of one shrinking step): each step cuts the radius by about
+    ``1/(scale_factor·a)``. With few users and many features (``a ≳ 1``)
+    the ball cannot shrink; use :class:`FewUsersBallEstimator` there.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skuserdp.datasets import make_user_samples
+    >>> from skuserdp.mean import CoinPressMeanEstimator
+    >>> X, groups, true_mean = make_user_samples(n_users=2000, n_features=3,
+    ...                                          mean=0.5, random_state=0)
+    >>> est = CoinPressMeanEstimator(epsilon=1.0, delta=1e-6, bound=100.0,
+    ...                              random_state=0).fit(X, groups=groups)
+    >>> est.mean_.round(1), est.epsilon_ <= 1.0
+    (array([0.5, 0.5, 0.5]), True)
+    >>> bool(est.radii_[-1] < 0.01 * est.radii_[0])
+    True
+    """
+
+    _parameter_constraints: dict = {
+        **UserLevelMeanEstimator._parameter_constraints,
+        "delta": [Interval(Real, 0, 1, closed="neither")],
+        "bound": [Interval(Real, 0, None, closed="neither"), "array-like"],
+        "center": [None, Real, "array-like"],
+        "radius": [None, Interval(Real, 0, None, closed="neither")],
+        "n_steps": [Interval(Integral, 1, None, closed="left")],
+        "final_share": [Interval(Real, 0, 1, closed="right")],
+        "spread_share": [Interval(Real, 0, 1, closed="neither")],
+        "scale_factor": [Interval(Real, 1, None, closed="left")],
+        "beta": [Interval(Real, 0, 1, closed="neither")],
+        "calibration": [StrOptions({"tight"})],
+    }
+
+    def __init__(self, epsilon=1.0, delta=1e-6, *, bound=1.0, center=None,
+                 radius=None, n_steps=8, final_share=0.75, spread_share=0.3,
+                 scale_factor=1.2, beta=0.01, calibration="tight",
+                 random_state=None, n_jobs=None):
+        self.epsilon = epsilon
+        self.delta = delta
+        self.bound = bound
+        self.center = center
+        self.radius = radius
+        self.n_steps = n_steps
+        self.final_share = final_share
+        self.spread_share = spread_share
+        self.scale_factor = scale_factor
+        self.beta = beta
+        self.calibration = calibration
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+
+    def _fit_user_means(self, U):
+        n, d = U.shape
+        bound = check_bound(self.bound, d)
+        center = check_center(self.center, d)
+        # the first ball: around the guess, through the box's farthest corner
+        radius0 = float(np.linalg.norm(np.abs(center) + bound))
+        plan = plan_coinpress(
+            n, d, budget=ZCDP(zcdp_rho_for(self.epsilon, self.delta)),
+            n_steps=self.n_steps, final_share=self.final_share,
+            spread_share=self.spread_share,
+            declared_spread=self.radius is not None)
+        mean, self.radii_ = coinpress_mean(
+            U, plan, center=center, radius0=radius0, spread=self.radius,
+            scale_factor=self.scale_factor, beta=self.beta,
+            random_state=self.random_state, n_jobs=self.n_jobs)
+        return mean, plan.loss
