@@ -397,9 +397,9 @@ def split_zcdp_shares(budget, shares):
     """Split a zCDP budget into parts proportional to public ``shares``.
 
     zCDP composes additively, so parts ``ZCDP(w_i·ρ)`` with ``w_i =
-    shares_i / Σ shares`` compose back to at most ``budget``. Each part is
-    rounded *down* by one ulp-scale step so that floating-point summation
-    cannot exceed ``ρ``.
+    shares_i / Σ shares`` compose back to at most ``budget``. The parts are
+    shrunk by a relative ``4·k`` machine epsilons (``k`` parts) so that
+    floating-point summation cannot exceed ``ρ``; the composition is checked.
 
     Parameters
     ----------
@@ -426,11 +426,15 @@ def split_zcdp_shares(budget, shares):
         raise TypeError(f"budget must be a ZCDP loss, got {type(budget).__name__}.")
     w = np.asarray(shares, dtype=np.float64)
     if w.ndim != 1 or w.size == 0 or not np.all(np.isfinite(w)) or np.any(w < 0) \
-            or w.sum() <= 0:
+            or w.max() <= 0:
         raise ValueError("shares must be a non-empty sequence of finite numbers >= 0 "
                          "with a positive sum.")
+    w = w / w.max()  # no overflow in the sum
     parts = budget.rho * (w / w.sum()) * (1.0 - 4.0 * w.size * np.finfo(float).eps)
-    return tuple(ZCDP(float(p)) for p in parts)
+    out = tuple(ZCDP(float(p)) for p in parts)
+    if compose(*out).rho > budget.rho:  # cannot happen with the slack above
+        raise ArithmeticError("split_zcdp_shares: the parts exceed the budget.")
+    return out
 
 
 def adaptive_query_budget(epsilon, delta, k, *, calibration="tight"):

@@ -72,8 +72,8 @@ def test_plan_rejects_bad_arguments(kw, err, match):
 
 
 # ------------------------------------------------------- the releases, exactly
-def _record(monkeypatch):
-    """Record every planned release (its plan) and its output."""
+def _record(monkeypatch, centers=None):
+    """Record every planned release (its plan), its output and its centre."""
     plans, outputs = [], []
     real_plan, real_run = cp.plan_clip_noise, cp.clip_noise_from_plan
 
@@ -83,6 +83,8 @@ def _record(monkeypatch):
         return p
 
     def run(U, p, **kw):
+        if centers is not None:
+            centers.append(np.array(kw["center"], dtype=float, copy=True))
         out = real_run(U, p, **kw)
         outputs.append(out.copy())
         return out
@@ -97,7 +99,8 @@ def test_every_release_and_radius_follows_the_plan(monkeypatch):
     n, d = U.shape
     budget = ZCDP(zcdp_rho_for(1.0, 1e-6))
     plan = plan_coinpress(n, d, budget=budget, n_steps=5)
-    plans, outputs = _record(monkeypatch)
+    centers = []
+    plans, outputs = _record(monkeypatch, centers)
     radius0, kappa = 100.0 * math.sqrt(d), 1.2
     mean, radii = coinpress_mean(U, plan, center=np.zeros(d), radius0=radius0,
                                  scale_factor=kappa, random_state=3)
@@ -109,7 +112,7 @@ def test_every_release_and_radius_follows_the_plan(monkeypatch):
     expected_budgets.append(plan.final_budget)
     assert [b for b, _, _ in plans] == expected_budgets
     for b, _, p in plans:  # each release's own loss is within its budget
-        assert p.loss.rho <= b.rho * (1 + 1e-12)
+        assert p.loss.rho <= b.rho
     assert compose(*(p.loss for _, _, p in plans)).rho <= budget.rho
     # radii: public start, then min(kappa * max(released distance, 2 sd), r)
     r = radius0
@@ -122,8 +125,14 @@ def test_every_release_and_radius_follows_the_plan(monkeypatch):
         assert plans[2 * t + 2][1] == pytest.approx(r, rel=1e-12)
     np.testing.assert_allclose(radii, [p[1] for p in plans[::2]], rtol=1e-12)
     np.testing.assert_array_equal(mean, outputs[-1])
-    # and each centre release is centred on the previous centre release
     assert np.all(np.diff(radii) <= 0)
+    # centres: the public start, then each centre release is centred on the
+    # previous centre release, and each distance release on [r/2] (no
+    # private value reaches a mechanism's centre)
+    np.testing.assert_array_equal(centers[0], np.zeros(d))
+    for t in range(4):
+        np.testing.assert_array_equal(centers[2 * t + 1], [plans[2 * t + 1][1]])
+        np.testing.assert_array_equal(centers[2 * t + 2], outputs[2 * t])
 
 
 def test_declared_spread_uses_the_noise_tail_radius(monkeypatch):
@@ -136,6 +145,7 @@ def test_declared_spread_uses_the_noise_tail_radius(monkeypatch):
     _, radii = coinpress_mean(U, plan, center=np.zeros(d), radius0=50.0,
                               spread=spread, beta=beta, random_state=0)
     assert len(plans) == 3  # no distance releases
+    assert all(p.loss.rho <= b.rho for b, _, p in plans)
     assert plans[0][1] == 50.0 + spread
     for t in (1, 2):
         sigma = math.sqrt(plans[t - 1][2].noise_variance)
@@ -267,3 +277,42 @@ def test_audit_default_steps(radius):
     res = audit_estimator(est, X, Xp, groups=g, groups_prime=gp, n_runs=10000,
                           random_state=1)
     assert not res.violation, str(res)
+
+
+def test_centres_and_output_are_projected_onto_the_public_box(monkeypatch):
+    # 20 users, d = 50: the noise of each release is far larger than the box,
+    # so without the projection the centres wander off; with it, every
+    # centre the next release is clipped around lies in the box.
+    U = np.random.default_rng(0).uniform(-1, 1, (20, 50))
+    plan = plan_coinpress(20, 50, budget=ZCDP(0.01), n_steps=4)
+    seen = []
+    real = cp.clip_noise_from_plan
+
+    def run(V, p, *, center=None, **kw):
+        seen.append(np.asarray(center).copy())
+        return real(V, p, center=center, **kw)
+
+    monkeypatch.setattr(cp, "clip_noise_from_plan", run)
+    box = (np.full(50, -1.0), np.full(50, 1.0))
+    mean, _ = coinpress_mean(U, plan, center=np.zeros(50), radius0=50 ** 0.5,
+                             box=box, random_state=0)
+    centres = seen[2::2]  # the centres of the 2nd, 3rd, 4th centre releases
+    assert all(np.all(np.abs(c) <= 1.0) for c in centres)
+    assert np.all(np.abs(mean) <= 1.0)
+    monkeypatch.undo()
+    free, _ = coinpress_mean(U, plan, center=np.zeros(50), radius0=50 ** 0.5,
+                             random_state=0)
+    assert np.max(np.abs(free)) > 1.0  # the projection is doing something
+
+
+def test_final_scale_factor_sets_the_last_radius_and_may_grow_it(monkeypatch):
+    U = _tm1(5)
+    n, d = U.shape
+    plan = plan_coinpress(n, d, budget=ZCDP(0.0244), n_steps=3)
+    plans, outputs = _record(monkeypatch)
+    _, radii = coinpress_mean(U, plan, center=np.zeros(d), radius0=30.0,
+                              final_scale_factor=3.0, random_state=1)
+    last_dist = float(outputs[-2][0])
+    last_sd = math.sqrt(plans[-2][2].noise_variance)
+    assert radii[-1] == pytest.approx(3.0 * max(last_dist, 2 * last_sd), rel=1e-12)
+    assert radii[-1] > radii[-2]  # the last ball is wider than the previous one

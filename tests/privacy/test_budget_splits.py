@@ -343,3 +343,8 @@ def test_split_zcdp_shares_recomposes_to_at_most_the_budget(rho, shares):
 def test_split_zcdp_shares_rejects_bad_inputs(budget, shares, err):
     with pytest.raises(err):
         split_zcdp_shares(budget, shares)
+
+
+def test_split_zcdp_shares_huge_shares_do_not_overflow():
+    parts = split_zcdp_shares(ZCDP(0.5), [1e308, 1e308, 0.0])
+    assert [p.rho for p in parts] == pytest.approx([0.25, 0.25, 0.0], rel=1e-12)
