@@ -85,6 +85,10 @@ DEMO_CONFIGS = {
     "CoinPressMeanEstimator": [
         dict(epsilon=eps, delta=1e-6, bound=100.0) for eps in (0.5, 1.0, 2.0)
     ],
+    # The dispatcher with the same loose box: it picks CoinPress here.
+    "UserMeanEstimator": [
+        dict(epsilon=eps, delta=1e-6, bound=100.0) for eps in (0.5, 1.0, 2.0)
+    ],
     # The same knowledge as a box: every coordinate of a user mean in [-5, 5].
     "WinsorizedMeanEstimator": [
         dict(epsilon=eps, delta=delta, bound=5.0)

@@ -30,6 +30,9 @@ INIT_PARAMS = {
     "UserDPSGDRegressor": dict(epsilon=1000.0, delta=1e-3, random_state=0),
     "UserDPSGDClassifier": dict(epsilon=1000.0, delta=1e-3, random_state=0),
     "UserDPLinearRegression": dict(epsilon=1000.0, delta=1e-3, random_state=0),
+    # The dispatcher needs declared knowledge; with 20-40 users and d = 3 it
+    # picks CoinPress.
+    "UserMeanEstimator": dict(bound=10.0, random_state=0),
 }
 
 _ONE_COLUMN = (

@@ -1,5 +1,6 @@
 """User-level differentially private mean estimators."""
 
+from ._auto import UserMeanEstimator, choose_mean_method, coinpress_shrink_ratio
 from ._clip_noise import (
     ClipNoiseMeanEstimator,
     ClipNoisePlan,
@@ -24,6 +25,9 @@ from ._winsorized_mean import (
 )
 
 __all__ = [
+    "UserMeanEstimator",
+    "choose_mean_method",
+    "coinpress_shrink_ratio",
     "ClipNoiseMeanEstimator",
     "WinsorizedMeanEstimator",
     "FewUsersBallEstimator",

@@ -1,0 +1,331 @@
+"""UserMeanEstimator: one entry point that picks a mean estimator (issue 7).
+
+Not from the papers: an OUR CHOICE dispatcher over skuserdp's user-level
+mean estimators. The choice uses public information only -- the number of
+users ``n`` (public under replace-one), the number of features ``d``, ε, δ
+and whatever public knowledge is declared (``bound``, ``radius``,
+``center``, ``samples_per_user``, ``moment_order``/``moment_bound``) -- and
+never the data, so it costs no privacy. The rule and the measurements behind
+it are in the user guide (``docs/mean_estimation.rst``) and
+``benchmarks/README.md`` (``bench_means.py``).
+
+The rule (``method="auto"``):
+
+1. δ = 0 (pure DP): :class:`ThreadedClipNoiseEstimator` when a moment bound,
+   rows per user and a ``bound`` are declared; else
+   :class:`ClipNoiseMeanEstimator` when ``radius`` and ``center`` are
+   declared; else :class:`WinsorizedMeanEstimator` on the box ``bound``.
+2. δ > 0 and a ``bound`` is declared and the confidence ball can shrink
+   (:func:`coinpress_shrink_ratio` ``≤ SHRINK_RATIO_MAX``):
+   :class:`CoinPressMeanEstimator` on the box (it estimates the spread
+   itself; in every measured regime it was the best with only a box).
+3. δ > 0 otherwise (few users for the dimension): a declared ``radius``
+   with a ``center`` is a clipping ball, so :class:`ClipNoiseMeanEstimator`;
+   a ``radius`` without a location, :class:`FewUsersBallEstimator`; only a
+   ``bound``, :class:`CoinPressMeanEstimator` anyway (nothing measured does
+   better with a box alone when users are this few).
+"""
+
+import math
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.utils._param_validation import Interval, StrOptions
+
+from ..base import UserLevelMeanEstimator
+from ..privacy import ZCDP, zcdp_rho_for
+from ..utils._docstrings import fill_doc
+from ._clip_noise import ClipNoiseMeanEstimator, plan_clip_noise
+from ._coinpress import CoinPressMeanEstimator, plan_coinpress
+from ._few_users_mean import FewUsersBallEstimator
+from ._threaded import ThreadedClipNoiseEstimator
+from ._winsorized_mean import WinsorizedMeanEstimator
+
+__all__ = ["UserMeanEstimator", "coinpress_shrink_ratio", "choose_mean_method"]
+
+#: Above this shrink ratio CoinPress's ball cannot shrink reliably.
+SHRINK_RATIO_MAX = 0.5
+
+_METHODS = {
+    "coinpress": CoinPressMeanEstimator,
+    "clip_noise": ClipNoiseMeanEstimator,
+    "winsorized": WinsorizedMeanEstimator,
+    "few_users": FewUsersBallEstimator,
+    "threaded": ThreadedClipNoiseEstimator,
+}
+
+
+def coinpress_shrink_ratio(n_users, n_features, epsilon, delta):
+    """Noise of one shrinking step relative to the ball, from public values.
+
+    ``a = √(d·v)`` with ``v`` the per-coordinate noise variance of one
+    shrinking step of :class:`CoinPressMeanEstimator`'s default plan clipped
+    to radius 1 (from :func:`plan_clip_noise`; about ``2√d/(n·√(2ρ_step))``
+    before the lattice widening): a step clipped to radius ``r`` releases a
+    centre whose noise has norm about ``a·r``, so the ball shrinks by about
+    ``1/(1.2·a)`` per step.
+
+    Parameters
+    ----------
+    n_users, n_features : int
+        Public shape.
+    epsilon, delta : float
+        The budget (δ in ``(0, 1)``).
+
+    Returns
+    -------
+    ratio : float
+        The noise norm of one step per unit of clipping radius.
+
+    Examples
+    --------
+    >>> from skuserdp.mean import coinpress_shrink_ratio
+    >>> round(coinpress_shrink_ratio(1000, 10, 1.0, 1e-6), 3)
+    0.181
+    >>> coinpress_shrink_ratio(100, 100, 1.0, 1e-6) > 1
+    True
+    """
+    plan = plan_coinpress(n_users, n_features,
+                          budget=ZCDP(zcdp_rho_for(epsilon, delta)))
+    # the noise of a step clipped to radius 1, from its own plan
+    step = plan_clip_noise(n_users, n_features, budget=plan.center_budgets[0],
+                           radius=1.0)
+    return math.sqrt(n_features * step.noise_variance)
+
+
+def choose_mean_method(n_users, n_features, epsilon, delta, *, bound=None,
+                       radius=None, center=None, samples_per_user=None,
+                       moment_order=None, moment_bound=None):
+    """The estimator ``method="auto"`` picks, from public values only.
+
+    Parameters
+    ----------
+    n_users, n_features : int
+        Public shape.
+    epsilon, delta : float
+        The budget.
+    bound : float, array-like or None, default=None
+        Declared public box ``[-bound, bound]^d`` of the users' means.
+    radius : float or None, default=None
+        Declared public ℓ2 radius of the users' means (around ``center`` if
+        one is declared).
+    center : float, array-like or None, default=None
+        Declared public location of the users.
+    samples_per_user : int or None, default=None
+        Declared public number of rows per user.
+    moment_order : float or None, default=None
+        Declared moment order ``k`` of the rows.
+    moment_bound : float or None, default=None
+        Declared bound ``M`` on the ``k``-th moment.
+
+    Returns
+    -------
+    method : str
+        One of ``"coinpress"``, ``"clip_noise"``, ``"winsorized"``,
+        ``"few_users"``, ``"threaded"``.
+    reason : str
+        Why, in one sentence.
+
+    Examples
+    --------
+    >>> from skuserdp.mean import choose_mean_method
+    >>> choose_mean_method(1000, 10, 1.0, 1e-6, bound=100.0)[0]
+    'coinpress'
+    >>> choose_mean_method(100, 100, 1.0, 1e-6, bound=100.0, radius=7.0)[0]
+    'few_users'
+    """
+    if bound is None and radius is None:
+        raise ValueError("UserMeanEstimator needs public knowledge: declare at least "
+                         "bound= (a box containing the users' means) or radius=.")
+    if delta == 0:
+        if (bound is not None and moment_bound is not None
+                and samples_per_user is not None):
+            return "threaded", ("pure DP with a declared moment bound and rows per "
+                                "user: the heavy-tail estimator's pure path")
+        if radius is not None and center is not None:
+            return "clip_noise", "pure DP with a declared clipping ball"
+        if bound is not None:
+            return "winsorized", "pure DP with a box"
+        raise ValueError("with delta=0, declare bound= (or radius= with center=): "
+                         "the few-users and CoinPress estimators need delta > 0.")
+    ratio = coinpress_shrink_ratio(n_users, n_features, epsilon, delta)
+    few = ratio > SHRINK_RATIO_MAX
+    size = (f"few users for the dimension (shrink ratio {ratio:.2g} > "
+            f"{SHRINK_RATIO_MAX})" if few else
+            f"enough users for the ball to shrink (ratio {ratio:.2g} <= "
+            f"{SHRINK_RATIO_MAX})")
+    if bound is not None and not few:
+        return "coinpress", size + "; a box is declared"
+    if radius is not None and center is not None:
+        return "clip_noise", size + "; a clipping ball is declared"
+    if radius is not None:
+        return "few_users", size + "; a radius without a location is declared"
+    return "coinpress", (size + "; only a box is declared: no estimator does well "
+                         "with a box alone here, CoinPress is used")
+
+
+@fill_doc
+class UserMeanEstimator(UserLevelMeanEstimator):
+    """User-level private mean that picks the estimator for you.
+
+    Declare what you know publicly -- at least ``bound`` (a box containing
+    the users' means, as loose as you like) or ``radius`` -- and
+    ``method="auto"`` chooses among :class:`CoinPressMeanEstimator`,
+    :class:`ClipNoiseMeanEstimator`, :class:`WinsorizedMeanEstimator`,
+    :class:`FewUsersBallEstimator` and :class:`ThreadedClipNoiseEstimator`
+    from public values only (``n_users``, ``n_features``, ε, δ and the
+    declared knowledge), so the choice costs no privacy. The rule, and the
+    measurements it rests on, are in the user guide ("Choosing a mean
+    estimator").
+
+    {user_level_note}
+
+    Parameters
+    ----------
+    {epsilon}
+    {delta}
+    method : {{"auto", "coinpress", "clip_noise", "winsorized", "few_users", \
+"threaded"}}, default="auto"
+        The estimator, or ``"auto"`` for the rule.
+    bound : float or array-like of shape (n_features,), default=None
+        Public box ``[-bound, bound]^d`` that contains the users' means.
+    radius : float, default=None
+        Public ℓ2 radius of the users' means: around ``center`` if one is
+        declared (a clipping ball), else around their unknown mean.
+    {center}
+    samples_per_user : int, default=None
+        Public number of rows per user (the heavy-tail and Winsorized
+        estimators use it).
+    moment_order, moment_bound : float, default=None
+        Public bound ``M`` on the ``k``-th moment of the rows around the mean
+        (the heavy-tail estimator).
+    calibration : {{"tight"}}, default="tight"
+        zCDP accounting with optimal conversions, passed to the estimator
+        chosen (CoinPress has no ``"paper"`` setting).
+    {random_state}
+    {n_jobs}
+
+    Attributes
+    ----------
+    mean_ : ndarray of shape (n_features,)
+        The private user-level mean.
+    method_ : str
+        The estimator used.
+    reason_ : str
+        Why it was chosen.
+    estimator_ : estimator
+        The fitted estimator it delegated to, with its own attributes (e.g.
+        ``radii_`` of CoinPress, ``garbage_`` of the few-users estimator).
+    n_users_ : int
+        Number of users seen in ``fit``.
+    epsilon_, delta_, rho_ : float
+        The privacy spent (``rho_`` None for a pure (ε, δ) loss).
+    privacy_loss_ : PureDP, ApproxDP or ZCDP
+        The native guarantee of the chosen estimator.
+    n_features_in_ : int
+        Number of features seen during ``fit``.
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
+        Names of features seen during ``fit``. Defined only when ``X`` has
+        feature names that are all strings.
+
+    See Also
+    --------
+    choose_mean_method : The rule, as a function of public values.
+
+    Examples
+    --------
+    >>> from skuserdp.datasets import make_user_samples
+    >>> from skuserdp.mean import UserMeanEstimator
+    >>> X, groups, true_mean = make_user_samples(n_users=2000, n_features=3,
+    ...                                          mean=0.5, random_state=0)
+    >>> est = UserMeanEstimator(epsilon=1.0, delta=1e-6, bound=100.0,
+    ...                         random_state=0).fit(X, groups=groups)
+    >>> est.method_, est.mean_.round(1)
+    ('coinpress', array([0.5, 0.5, 0.5]))
+    """
+
+    _parameter_constraints: dict = {
+        **UserLevelMeanEstimator._parameter_constraints,
+        "method": [StrOptions({"auto", *_METHODS})],
+        "bound": [None, Interval(Real, 0, None, closed="neither"), "array-like"],
+        "radius": [None, Interval(Real, 0, None, closed="neither")],
+        "center": [None, Real, "array-like"],
+        "samples_per_user": [None, Interval(Integral, 1, None, closed="left")],
+        "moment_order": [None, Interval(Real, 2, None, closed="left")],
+        "moment_bound": [None, Interval(Real, 0, None, closed="neither")],
+        "calibration": [StrOptions({"tight"})],
+    }
+
+    #: the largest minimum of the estimators it may delegate to
+    _min_users = max(cls._min_users for cls in _METHODS.values())
+
+    def __init__(self, epsilon=1.0, delta=1e-6, *, method="auto", bound=None,
+                 radius=None, center=None, samples_per_user=None, moment_order=None,
+                 moment_bound=None, calibration="tight", random_state=None,
+                 n_jobs=None):
+        self.epsilon = epsilon
+        self.delta = delta
+        self.method = method
+        self.bound = bound
+        self.radius = radius
+        self.center = center
+        self.samples_per_user = samples_per_user
+        self.moment_order = moment_order
+        self.moment_bound = moment_bound
+        self.calibration = calibration
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+
+    def _delegate(self, name):
+        """The chosen estimator, built from the declared knowledge."""
+        common = dict(epsilon=self.epsilon, delta=self.delta,
+                      random_state=self.random_state, n_jobs=self.n_jobs)
+        missing = None
+        if name == "coinpress":
+            if self.bound is None:
+                missing = "bound"
+            kw = dict(bound=self.bound, center=self.center)
+        elif name == "clip_noise":
+            if self.radius is None:
+                missing = "radius"
+            kw = dict(radius=self.radius, center=self.center)
+        elif name == "winsorized":
+            if self.bound is None:
+                missing = "bound"
+            kw = dict(bound=self.bound, samples_per_user=self.samples_per_user)
+        elif name == "few_users":
+            if self.radius is None:
+                missing = "radius"
+            kw = dict(radius=self.radius)
+        else:
+            if self.moment_bound is None or self.samples_per_user is None:
+                missing = "moment_bound and samples_per_user"
+            # its bound R is one scalar on every |mean_j|: the largest entry
+            # of a per-feature box is still a public bound
+            bound = None if self.bound is None else float(np.max(self.bound))
+            kw = dict(moment_order=self.moment_order or 2.0,
+                      moment_bound=self.moment_bound,
+                      samples_per_user=self.samples_per_user, bound=bound)
+        if missing:
+            raise ValueError(f"method={name!r} needs {missing} to be declared.")
+        est = _METHODS[name](**common, **kw)
+        est._validate_params()
+        return est
+
+    def _fit_user_means(self, U):
+        n, d = U.shape
+        if self.method == "auto":
+            method, reason = choose_mean_method(
+                n, d, self.epsilon, self.delta, bound=self.bound,
+                radius=self.radius, center=self.center,
+                samples_per_user=self.samples_per_user,
+                moment_order=self.moment_order, moment_bound=self.moment_bound)
+        else:
+            method, reason = self.method, "chosen by the user"
+        est = self._delegate(method)
+        mean, loss = est._fit_user_means(U)
+        # the delegate, fitted (its own attributes: radii_, garbage_, tau_...)
+        est.mean_, est.n_users_, est.n_features_in_ = mean, n, d
+        est._set_spend(loss)
+        self.estimator_, self.method_, self.reason_ = est, method, reason
+        return mean, loss
