@@ -185,20 +185,24 @@ def dpgd_rep(data, codes, n_users, eps, share, seed):
             "within_budget": bool(rho_std + model.rho_ <= rho * (1 + 1e-9))}
 
 
-def summarise_dpgd(rows):
+def summarise(rows, part, keys, extra=None):
+    """Median, quartiles of R^2 and the budget check per value of ``keys``,
+    in order of first appearance."""
     out = []
-    keys = sorted({(r["standardisation"], r["epsilon"]) for r in rows})
-    for std, eps in keys:
-        r2 = np.array([r["r2"] for r in rows
-                       if r["standardisation"] == std and r["epsilon"] == eps])
-        ok = all(r["within_budget"] for r in rows
-                 if r["standardisation"] == std and r["epsilon"] == eps)
-        q25, med, q75 = np.percentile(r2, [25, 50, 75])
-        out.append({"part": "dpgd_summary", "standardisation": std,
-                    "epsilon": eps, "reps": len(r2), "median_r2": float(med),
+    for key in dict.fromkeys(tuple(r[k] for k in keys) for r in rows):
+        cell = [r for r in rows if tuple(r[k] for k in keys) == key]
+        q25, med, q75 = np.percentile([r["r2"] for r in cell], [25, 50, 75])
+        out.append({"part": part, **dict(zip(keys, key)), **(extra or {}),
+                    "reps": len(cell), "median_r2": float(med),
                     "q25_r2": float(q25), "q75_r2": float(q75),
-                    "all_within_budget": ok})
+                    "all_within_budget": all(r["within_budget"] for r in cell)})
     return out
+
+
+def summarise_dpgd(rows):
+    return summarise(sorted(rows, key=lambda r: (r["standardisation"],
+                                                 r["epsilon"])),
+                     "dpgd_summary", ("standardisation", "epsilon"))
 
 
 def sensitivity_configs():
@@ -225,16 +229,8 @@ def sensitivity_rep(data, label, kwargs, seed):
 
 
 def summarise_sensitivity(rows):
-    out = []
-    for label in dict.fromkeys(r["config"] for r in rows):
-        cell = [r for r in rows if r["config"] == label]
-        q25, med, q75 = np.percentile([r["r2"] for r in cell], [25, 50, 75])
-        out.append({"part": "sensitivity_summary", "config": label,
-                    "epsilon": SENSITIVITY_EPSILON, "reps": len(cell),
-                    "median_r2": float(med), "q25_r2": float(q25),
-                    "q75_r2": float(q75),
-                    "all_within_budget": all(r["within_budget"] for r in cell)})
-    return out
+    return summarise(rows, "sensitivity_summary", ("config",),
+                     {"epsilon": SENSITIVITY_EPSILON})
 
 
 def main(argv=None):

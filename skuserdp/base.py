@@ -160,6 +160,10 @@ class UserLevelMeanEstimator(UserLevelMixin, BaseEstimator):
         X, codes, n_users = self._validate_fit_input(X, y, groups)
         U = _means_by_code(X, codes, n_users)[0]
         mean, loss = self._fit_user_means(U)
+        return self._set_fitted(mean, n_users, loss)
+
+    def _set_fitted(self, mean, n_users, loss):
+        """Record the fitted mean, the number of users and the spend."""
         self.mean_ = mean
         self.n_users_ = n_users
         self._set_spend(loss)

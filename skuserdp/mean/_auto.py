@@ -46,6 +46,11 @@ __all__ = ["UserMeanEstimator", "coinpress_shrink_ratio", "choose_mean_method"]
 #: Above this shrink ratio CoinPress's ball cannot shrink reliably.
 SHRINK_RATIO_MAX = 0.5
 
+#: the declared knowledge each estimator cannot do without
+_NEEDS = {"coinpress": ("bound",), "clip_noise": ("radius",),
+          "winsorized": ("bound",), "few_users": ("radius",),
+          "threaded": ("moment_bound", "samples_per_user")}
+
 _METHODS = {
     "coinpress": CoinPressMeanEstimator,
     "clip_noise": ClipNoiseMeanEstimator,
@@ -280,34 +285,25 @@ class UserMeanEstimator(UserLevelMeanEstimator):
         """The chosen estimator, built from the declared knowledge."""
         common = dict(epsilon=self.epsilon, delta=self.delta,
                       random_state=self.random_state, n_jobs=self.n_jobs)
-        missing = None
+        missing = [k for k in _NEEDS[name] if getattr(self, k) is None]
+        if missing:
+            raise ValueError(f"method={name!r} needs {' and '.join(missing)} to be "
+                             "declared.")
         if name == "coinpress":
-            if self.bound is None:
-                missing = "bound"
             kw = dict(bound=self.bound, center=self.center)
         elif name == "clip_noise":
-            if self.radius is None:
-                missing = "radius"
             kw = dict(radius=self.radius, center=self.center)
         elif name == "winsorized":
-            if self.bound is None:
-                missing = "bound"
             kw = dict(bound=self.bound, samples_per_user=self.samples_per_user)
         elif name == "few_users":
-            if self.radius is None:
-                missing = "radius"
             kw = dict(radius=self.radius)
         else:
-            if self.moment_bound is None or self.samples_per_user is None:
-                missing = "moment_bound and samples_per_user"
             # its bound R is one scalar on every |mean_j|: the largest entry
             # of a per-feature box is still a public bound
             bound = None if self.bound is None else float(np.max(self.bound))
             kw = dict(moment_order=self.moment_order or 2.0,
                       moment_bound=self.moment_bound,
                       samples_per_user=self.samples_per_user, bound=bound)
-        if missing:
-            raise ValueError(f"method={name!r} needs {missing} to be declared.")
         est = _METHODS[name](**common, **kw)
         est._validate_params()
         return est
@@ -325,7 +321,7 @@ class UserMeanEstimator(UserLevelMeanEstimator):
         est = self._delegate(method)
         mean, loss = est._fit_user_means(U)
         # the delegate, fitted (its own attributes: radii_, garbage_, tau_...)
-        est.mean_, est.n_users_, est.n_features_in_ = mean, n, d
-        est._set_spend(loss)
+        est.n_features_in_ = d
+        est._set_fitted(mean, n, loss)
         self.estimator_, self.method_, self.reason_ = est, method, reason
         return mean, loss
