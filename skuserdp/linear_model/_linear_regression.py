@@ -38,7 +38,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from ..mean._clip_noise import clip_noise_from_plan, plan_clip_noise
 from ..privacy import ApproxDP, PureDP
 from ..utils._docstrings import fill_doc
-from ._base import _UserDPLinearModel, user_averaging_matrix
+from ._base import _UserDPLinearModel
 
 __all__ = ["UserDPLinearRegression"]
 
@@ -57,8 +57,120 @@ def _vech_layout(p, drop_last_diagonal):
     return rows, cols, scale
 
 
+#: float64 elements per working buffer of the streamed statistics (1 MiB, so
+#: that a chunk's buffers stay in cache)
+CHUNK_ELEMENTS = 2 ** 17
+
+
+def _rows_by_count(codes, n_users):
+    """Row order grouping users by row count, each user's rows contiguous.
+
+    Users are ordered by row count (stable: by code within a count) and rows
+    by that user order (stable: a user's rows keep their order in ``X``).
+
+    Returns
+    -------
+    counts : ndarray of shape (n_users,)
+        Rows per user.
+    user_order : ndarray of shape (n_users,) or None
+        Users by increasing row count; ``None`` for ``0, 1, ..., n_users-1``.
+    row_order : ndarray of shape (n_samples,) or None
+        Rows of ``user_order[0]``, then of ``user_order[1]``, ...; ``None``
+        when the rows are already in that order.
+    """
+    counts = np.bincount(codes, minlength=n_users)
+    user_order = np.argsort(counts, kind="stable")
+    identity = bool(np.all(user_order[1:] > user_order[:-1]))
+    if identity:
+        user_order = None
+        key = codes
+    else:
+        rank = np.empty(n_users, dtype=np.intp)
+        rank[user_order] = np.arange(n_users)
+        key = rank[codes]
+    if np.all(key[1:] >= key[:-1]):
+        return counts, user_order, None  # rows already grouped in this order
+    if n_users <= np.iinfo(np.uint16).max + 1:
+        key = key.astype(np.uint16)  # numpy's stable sort is a radix sort here
+    return counts, user_order, np.argsort(key, kind="stable")
+
+
+def _streamed_statistics(X, y, codes, n_users, *, drop_last_diagonal,
+                         feature_bound=None, intercept=False,
+                         chunk_elements=None):
+    """Per-user ``(vech(S_u), b_u)`` streamed over chunks of users.
+
+    The rows used are those of ``X``, projected onto the ball of radius
+    ``feature_bound`` (when given, exactly as :func:`project_rows`, up to
+    the rounding of the row norms) and followed by a column of ones when
+    ``intercept``. Rows are grouped by user (one stable sort of the codes,
+    skipped when they are already grouped) and users of equal row count
+    ``m`` are processed together: their rows, with the target as an extra
+    column, form a ``(k, m, p + 1)`` block whose per-user Gram matrices
+    ``Z_uᵀZ_u`` are one batched matrix product. Working memory is a few
+    buffers of ``chunk_elements`` floats plus the ``(n_users, n_stats)``
+    output: no array of ``n_samples × p²`` is formed and ``X`` is read, not
+    copied. Each user's statistics depend on that user's rows only.
+    """
+    chunk_elements = CHUNK_ELEMENTS if chunk_elements is None else chunk_elements
+    d = X.shape[1]
+    p = d + (1 if intercept else 0)
+    rows, cols, scale = _vech_layout(p, drop_last_diagonal)
+    q = p + 1
+    # flat positions in the (p+1)x(p+1) Gram matrix of the released entries
+    take = np.r_[rows * q + cols, np.arange(p) * q + p]
+    mult = np.r_[scale, np.ones(p)]
+    V = np.zeros((n_users, take.shape[0]))
+    counts, user_order, row_order = _rows_by_count(codes, n_users)
+    grouped = row_order is None
+    sorted_counts = counts if user_order is None else counts[user_order]
+    # runs of users with the same row count
+    starts = np.flatnonzero(np.r_[True, sorted_counts[1:] != sorted_counts[:-1]])
+    ends = np.r_[starts[1:], n_users]
+    row_start = np.r_[0, np.cumsum(sorted_counts)]
+    bound = None if feature_bound is None else float(feature_bound)
+    for a, b in zip(starts, ends):
+        m = int(sorted_counts[a])
+        if m == 0:
+            continue  # users without rows (not produced by fit) keep zeros
+        step = max(1, min(chunk_elements // (m * q), chunk_elements // (q * q)))
+        for u0 in range(a, b, step):
+            u1 = min(b, u0 + step)
+            r0, r1 = int(row_start[u0]), int(row_start[u1])
+            Z = np.empty((r1 - r0, q))
+            if grouped:
+                Z[:, :d] = X[r0:r1]
+                Z[:, p] = y[r0:r1]
+            else:
+                idx = row_order[r0:r1]
+                np.take(X, idx, axis=0, out=Z[:, :d], mode="clip")
+                np.take(y, idx, out=Z[:, p], mode="clip")
+            if bound is not None:
+                Xc = Z[:, :d]
+                norms = np.sqrt(np.einsum("ij,ij->i", Xc, Xc))
+                outside = norms > bound
+                if outside.any():
+                    Xc[outside] *= (bound / norms[outside])[:, None]
+            if intercept:
+                Z[:, d] = 1.0
+            Zb = Z.reshape(u1 - u0, m, q)
+            G = np.matmul(Zb.transpose(0, 2, 1), Zb).reshape(u1 - u0, q * q)
+            part = np.take(G, take, axis=1)
+            part *= mult / m
+            if user_order is None:
+                V[u0:u1] = part
+            else:
+                V[user_order[u0:u1]] = part
+    return V
+
+
 def sufficient_statistics(Xa, y, codes, n_users, *, drop_last_diagonal):
     """Per-user ``(vech(S_u), b_u)``, one row per user.
+
+    ``S_u`` is the mean of user ``u``'s ``x̃x̃ᵀ`` (upper triangle, row by
+    row, off-diagonal entries times √2) and ``b_u`` the mean of its ``x̃y``.
+    Streamed: memory ``O(n_users · p²)`` plus a few chunks of rows, never
+    ``O(n_samples · p²)``; ``Xa`` is not copied.
 
     Parameters
     ----------
@@ -76,12 +188,11 @@ def sufficient_statistics(Xa, y, codes, n_users, *, drop_last_diagonal):
     Returns
     -------
     V : ndarray of shape (n_users, n_stats)
+        Users without rows get zeros.
     """
-    p = Xa.shape[1]
-    rows, cols, scale = _vech_layout(p, drop_last_diagonal)
-    A = user_averaging_matrix(codes, n_users)
-    products = Xa[:, rows] * Xa[:, cols] * scale
-    return np.hstack([A @ products, A @ (Xa * y[:, None])])
+    Xa = np.asarray(Xa, dtype=np.float64)
+    return _streamed_statistics(Xa, np.asarray(y, dtype=np.float64), codes, n_users,
+                                drop_last_diagonal=drop_last_diagonal)
 
 
 def _unpack(v, p, drop_last_diagonal):
@@ -205,6 +316,14 @@ class UserDPLinearRegression(RegressorMixin, _UserDPLinearModel):
         return math.sqrt(b2 * b2 - (1.0 if self.fit_intercept else 0.0)
                          + b2 * self.target_bound ** 2)
 
+    def _user_statistics(self, X, y, codes, n_users):
+        """:func:`sufficient_statistics` of the augmented, projected rows,
+        computed chunk by chunk from ``X`` (never copied whole)."""
+        return _streamed_statistics(X, y, codes, n_users,
+                                    drop_last_diagonal=bool(self.fit_intercept),
+                                    feature_bound=self.feature_bound,
+                                    intercept=bool(self.fit_intercept))
+
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, *, groups=None):
         """Fit the private ridge regression.
@@ -226,9 +345,8 @@ class UserDPLinearRegression(RegressorMixin, _UserDPLinearModel):
             The fitted estimator.
         """
         X, y, codes, n_users = self._validate_supervised(X, y, groups)
-        Xa = self._augment(X)
         yc = np.clip(y.astype(np.float64), -self.target_bound, self.target_bound)
-        p = Xa.shape[1]
+        p = X.shape[1] + (1 if self.fit_intercept else 0)
         if p > MAX_PARAMS:
             raise ValueError(
                 f"UserDPLinearRegression releases p(p+3)/2 statistics per user; with "
@@ -237,7 +355,7 @@ class UserDPLinearRegression(RegressorMixin, _UserDPLinearModel):
                 "them. Use UserDPSGDRegressor for many features."
             )
         drop = bool(self.fit_intercept)
-        V = sufficient_statistics(Xa, yc, codes, n_users, drop_last_diagonal=drop)
+        V = self._user_statistics(X, yc, codes, n_users)
         radius = (self._max_radius() if self.clip_radius == "auto"
                   else float(self.clip_radius))
         if self.delta == 0:
