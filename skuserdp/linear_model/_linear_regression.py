@@ -20,15 +20,45 @@ Algorithm (replace-one user neighbours, n users public):
    (:func:`skuserdp.mean.plan_clip_noise`: lattice, discrete Gaussian or
    Laplace noise).
 4. Post-processing: rebuild S and b, project S onto the PSD cone (clip
-   negative eigenvalues), solve ``(S + α·I_coef) w = b`` (least squares) with
-   a public ridge α; ``alpha="auto"`` is the expected operator norm of the
-   noise matrix, ``σ√(2p)`` (σ the noise of a released coordinate, so σ/√2
-   on the off-diagonal entries of S; p the dimension; public).
+   negative eigenvalues), solve ``(S + α·I_coef) w = b`` (least squares).
+   A numeric ``alpha`` is a public ridge and the release above gets the whole
+   budget.
+
+``alpha="auto"``: the adaptive ridge of AdaSSP (Wang 2018, "Revisiting
+differentially private linear regression"), made user-level. The noise
+matrix has expected operator norm ``σ√(2p)`` (σ the noise of a released
+coordinate, so σ/√2 on the off-diagonal entries of S; p the dimension;
+public); a ridge is only needed where the data's own smallest eigenvalue
+does not already dominate it. So, before step 3:
+
+a. ``λ_min`` of the mean over users of the *clipped* ``S_u`` (clipped as in
+   step 3, the intercept's constant entry included) is released once with
+   lattice noise, at a share ``EIGEN_SHARE`` (10 %, OUR CHOICE) of the budget,
+   split by the privacy core (``split_zcdp_shares`` of ρ for δ > 0,
+   ``split_zcdp`` with ``calibration="paper"``, ``split_off`` of ε for
+   δ = 0), the rest going to step 3. Its sensitivity is
+   :func:`skuserdp.privacy.psd_min_eigenvalue_sensitivity`: each user's
+   clipped ``S_u`` is PSD with ``λ_max ≤ min(b², √(r² + [intercept]))``
+   (:func:`skuserdp.privacy.second_moment_bounds`, r the ℓ2 bound of the
+   clipped contribution), and for two PSD matrices ``‖S_a − S_b‖_op ≤
+   max λ_max``, so replacing one user moves ``λ_min`` of the mean by at most
+   that bound over n — no factor 2 (Weyl); plus the lattice rounding and
+   floating-point terms derived there.
+b. Lower confidence bound, as AdaSSP: ``λ̃ = max(0, λ̂ − t)`` with ``t`` the
+   noise's upper tail at probability ``EIGEN_FAILURE`` (1 %, OUR CHOICE;
+   AdaSSP uses δ), so that ``λ̃ ≤ λ_min`` with probability 99 %.
+c. ``α = max(0, σ√(2p) − λ̃)``: never more than the fixed ridge ``σ√(2p)``
+   of the statistics release (OUR CHOICE of the noise bound, the previous
+   default ridge; AdaSSP uses a high-probability bound), and 0 when the data
+   are well conditioned.
+
+The spend is the composition of the two releases (zCDP, or pure ε).
 
 No centring of the data: centres would have to be public or private.
 """
 
 import math
+from dataclasses import dataclass
 from numbers import Real
 
 import numpy as np
@@ -36,8 +66,30 @@ from sklearn.base import RegressorMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..mean._clip_noise import clip_noise_from_plan, plan_clip_noise
-from ..privacy import ApproxDP, PureDP
+from ..mechanisms import (
+    DiscreteGaussianNoise,
+    calibrate_discrete_gaussian_rho,
+    calibrate_discrete_laplace,
+    choose_grid,
+    exact_sum,
+    release_on_lattice,
+    round_to_grid,
+)
+from ..privacy import (
+    ZCDP,
+    ApproxDP,
+    PureDP,
+    compose,
+    psd_min_eigenvalue_sensitivity,
+    second_moment_bounds,
+    split_off,
+    split_zcdp,
+    split_zcdp_shares,
+    zcdp_rho_for,
+)
+from ..privacy._conversion import report_spend
 from ..utils._docstrings import fill_doc
+from ..utils._random import make_seed_sequence
 from ._base import _UserDPLinearModel
 
 __all__ = ["UserDPLinearRegression"]
@@ -45,6 +97,14 @@ __all__ = ["UserDPLinearRegression"]
 #: most parameters (features + intercept) the one-shot release accepts: it
 #: releases p(p+3)/2 statistics per user, and its noise grows with them.
 MAX_PARAMS = 300
+
+#: share of the budget (of ρ for δ > 0, of ε for δ = 0) spent on the
+#: smallest-eigenvalue release of ``alpha="auto"`` (OUR CHOICE)
+EIGEN_SHARE = 0.1
+
+#: probability that the lower confidence bound of the smallest eigenvalue
+#: exceeds the released value's target (OUR CHOICE; AdaSSP uses δ)
+EIGEN_FAILURE = 0.01
 
 
 def _vech_layout(p, drop_last_diagonal):
@@ -206,6 +266,155 @@ def _unpack(v, p, drop_last_diagonal):
     return S, v[n_tri:]
 
 
+@dataclass(frozen=True)
+class MinEigenvaluePlan:
+    """Every public quantity of the smallest-eigenvalue release.
+
+    Computed by :func:`plan_min_eigenvalue` from public values only.
+
+    Parameters
+    ----------
+    n_users, dim : int
+        Public number of users and matrix dimension p.
+    op_bound : float
+        Bound on ``λ_max`` of every user's clipped second-moment matrix.
+    float_slack : float
+        Bound on the float error of each computed matrix (Frobenius).
+    grid : float
+        Power-of-two lattice step of the matrix entries.
+    sensitivity : float
+        Replace-one sensitivity of the released integer (grid units).
+    noise : DiscreteGaussianNoise or DiscreteLaplaceNoise
+        Its noise (grid units).
+    loss : ZCDP or PureDP
+        The privacy loss of the release.
+    """
+
+    n_users: int
+    dim: int
+    op_bound: float
+    float_slack: float
+    grid: float
+    sensitivity: float
+    noise: object
+    loss: object
+
+    @property
+    def noise_std(self):
+        """Noise standard deviation (bound) of the released mean-scale value."""
+        return self.noise.std * self.grid / self.n_users
+
+    def upper_tail(self, probability):
+        """``t`` with ``P(noise >= t) <= probability`` (mean scale).
+
+        The discrete Gaussian of parameter σ² is σ-sub-Gaussian (Canonne,
+        Kamath and Steinke 2020): ``t = σ√(2 ln(1/β))``; the discrete
+        Laplace of scale s has ``P(Z >= k) = e^{-k/s}/(1 + e^{-1/s})``:
+        ``t = s·ln(1/β)``.
+        """
+        log_inv = math.log(1.0 / probability)
+        if isinstance(self.noise, DiscreteGaussianNoise):
+            units = self.noise.std * math.sqrt(2.0 * log_inv)
+        else:
+            units = float(self.noise.scale) * log_inv
+        return units * self.grid / self.n_users
+
+
+def plan_min_eigenvalue(n_users, dim, *, budget, row_bound, clip_radius,
+                        intercept):
+    """Plan the release of ``λ_min`` of the users' mean clipped ``S_u``.
+
+    Parameters
+    ----------
+    n_users, dim : int
+        Public number of users and dimension p of ``S_u``.
+    budget : ZCDP or PureDP
+        Budget of the release (discrete Gaussian or discrete Laplace noise).
+    row_bound : float
+        Public bound on the norm of the augmented rows.
+    clip_radius : float
+        Public ℓ2 bound of each clipped contribution (for an ℓ1 clip, its
+        radius).
+    intercept : bool
+        Whether the last coordinate is the intercept's constant 1.
+
+    Returns
+    -------
+    plan : MinEigenvaluePlan
+    """
+    op_bound, float_slack = second_moment_bounds(row_bound, clip_radius,
+                                                 constant_entry=intercept)
+    # the clip factor is computed in floating point too: the exact matrix it
+    # scales may exceed op_bound by the float slack (second_moment_bounds)
+    grid = choose_grid(op_bound + float_slack, dim * (dim + 1) // 2, n_users)
+    sensitivity = psd_min_eigenvalue_sensitivity(op_bound + float_slack, dim,
+                                                 n_users, grid,
+                                                 float_slack=float_slack)
+    if isinstance(budget, ZCDP):
+        noise = calibrate_discrete_gaussian_rho(sensitivity, budget.rho)
+    elif isinstance(budget, PureDP):
+        noise = calibrate_discrete_laplace(sensitivity, budget.epsilon)
+    else:
+        raise TypeError("budget must be a ZCDP or PureDP loss.")
+    return MinEigenvaluePlan(int(n_users), int(dim), op_bound, float_slack, grid,
+                             sensitivity, noise, noise.privacy(sensitivity))
+
+
+def min_eigenvalue_from_plan(V, plan, *, clip_radius, norm, drop_last_diagonal,
+                             random_state=None):
+    """Release ``λ_min`` of the mean over users of the clipped ``S_u``.
+
+    Each user's row of ``V`` is clipped as the statistics release clips it
+    (``norm`` ball of radius ``clip_radius``), its ``S_u`` rebuilt (the
+    intercept's constant 1 included), rounded entry-wise to the plan's grid
+    and summed exactly; the smallest eigenvalue of the integer sum is
+    rounded and released with integer noise.
+
+    Parameters
+    ----------
+    V : ndarray of shape (n_users, n_stats)
+        From :func:`sufficient_statistics`. Not modified.
+    plan : MinEigenvaluePlan
+    clip_radius : float
+        Radius of the clipping ball of the statistics release.
+    norm : {"l2", "l1"}
+        Its norm.
+    drop_last_diagonal : bool
+        Whether ``V`` leaves out the intercept's constant entry.
+    random_state : int, SeedSequence or None, default=None
+        Noise source.
+
+    Returns
+    -------
+    lambda_min : float
+        The private smallest eigenvalue (mean scale).
+    """
+    p = plan.dim
+    rows, cols, scale = _vech_layout(p, drop_last_diagonal)
+    n_tri = rows.shape[0]
+    total = np.zeros(n_tri, dtype=np.int64)
+    step = max(1, CHUNK_ELEMENTS // V.shape[1])
+    for u0 in range(0, V.shape[0], step):
+        v = V[u0:u0 + step]
+        if norm == "l2":
+            norms = np.sqrt(np.einsum("ij,ij->i", v, v))
+        else:
+            norms = np.abs(v).sum(axis=1)
+        with np.errstate(divide="ignore"):
+            c = np.minimum(1.0, clip_radius / norms)
+        entries = v[:, :n_tri] * c[:, None] / scale
+        total += exact_sum(round_to_grid(entries, plan.grid))
+    T = np.zeros((p, p))
+    T[rows, cols] = total
+    T[cols, rows] = total
+    if drop_last_diagonal:  # every user's constant 1, rounded like the rest
+        T[p - 1, p - 1] = plan.n_users * int(round_to_grid([1.0], plan.grid)[0])
+    lam_units = np.linalg.eigvalsh(T)[0]
+    released = release_on_lattice([lam_units], 1.0, plan.noise,
+                                  make_seed_sequence(random_state))
+    return float(released[0]) * plan.grid / plan.n_users
+
+
 @fill_doc
 class UserDPLinearRegression(RegressorMixin, _UserDPLinearModel):
     """User-level private ridge regression from noisy sufficient statistics.
@@ -223,11 +432,16 @@ class UserDPLinearRegression(RegressorMixin, _UserDPLinearModel):
     {epsilon}
     {delta}
     alpha : float or "auto", default="auto"
-        Public ridge added to the noisy second-moment matrix (not to the
-        intercept). ``"auto"``: ``σ√(2p)``, the expected operator norm of
-        the noise matrix (σ the noise standard deviation of a released
-        coordinate, p the number of parameters) — public, computed before
-        seeing the data. A ridge shrinks the coefficients towards 0.
+        Ridge added to the noisy second-moment matrix (not to the
+        intercept). A number is a public ridge, and the statistics get the
+        whole budget. ``"auto"``: AdaSSP's adaptive ridge (Wang 2018),
+        ``max(0, σ√(2p) − λ̃)``, with ``σ√(2p)`` the expected operator norm
+        of the noise matrix (σ the noise standard deviation of a released
+        coordinate, p the number of parameters; public) and ``λ̃`` a private
+        lower confidence bound (99 %) of the smallest eigenvalue of the
+        users' mean clipped second-moment matrix, released with 10 % of the
+        budget. Well-conditioned data get no ridge; the ridge is never more
+        than ``σ√(2p)``. A ridge shrinks the coefficients towards 0.
     fit_intercept : bool, default=True
         Whether to fit an intercept.
     feature_bound : float, default=1.0
@@ -250,6 +464,10 @@ class UserDPLinearRegression(RegressorMixin, _UserDPLinearModel):
         The private intercept.
     alpha_ : float
         The ridge used.
+    min_eigenvalue_ : float or None
+        ``alpha="auto"``: the private smallest eigenvalue of the users' mean
+        clipped second-moment matrix (before the confidence adjustment);
+        ``None`` for a numeric ``alpha``.
     n_users_ : int
         Number of users.
     n_features_in_ : int
@@ -257,7 +475,8 @@ class UserDPLinearRegression(RegressorMixin, _UserDPLinearModel):
     feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Feature names, when ``X`` has string column names.
     privacy_loss_ : ZCDP or PureDP
-        The privacy loss of the release.
+        The privacy loss of the fit: the statistics release composed, for
+        ``alpha="auto"``, with the smallest-eigenvalue release.
     epsilon_, delta_ : float
         That loss as (ε, δ); at most the targets.
     rho_ : float or None
@@ -355,24 +574,35 @@ class UserDPLinearRegression(RegressorMixin, _UserDPLinearModel):
                 "them. Use UserDPSGDRegressor for many features."
             )
         drop = bool(self.fit_intercept)
-        V = self._user_statistics(X, yc, codes, n_users)
+        n_stats = p * (p + 3) // 2 - (1 if drop else 0)
         radius = (self._max_radius() if self.clip_radius == "auto"
                   else float(self.clip_radius))
-        if self.delta == 0:
-            budget = PureDP(self.epsilon)
+        plan, eig_plan = self._plan(n_users, p, n_stats, radius)
+        V = self._user_statistics(X, yc, codes, n_users)
+        if eig_plan is None:
+            seed_stats = self.random_state
         else:
-            budget = ApproxDP(self.epsilon, self.delta)
-        plan = plan_clip_noise(n_users, V.shape[1], budget=budget, radius=radius,
-                               calibration=self.calibration)
-        released = clip_noise_from_plan(V, plan, random_state=self.random_state,
+            seed_eig, seed_stats = make_seed_sequence(self.random_state).spawn(2)
+            lam = min_eigenvalue_from_plan(V, eig_plan, clip_radius=plan.ball,
+                                           norm=plan.norm, drop_last_diagonal=drop,
+                                           random_state=seed_eig)
+        released = clip_noise_from_plan(V, plan, random_state=seed_stats,
                                         n_jobs=self.n_jobs)
+        del V
         S, b = _unpack(released, p, drop)
         eigval, eigvec = np.linalg.eigh(S)
         S = (eigvec * np.maximum(eigval, 0.0)) @ eigvec.T
-        if self.alpha == "auto":
-            alpha = math.sqrt(2.0 * p * plan.noise_variance)
-        else:
+        if eig_plan is None:
             alpha = float(self.alpha)
+            loss = plan.loss
+            self.min_eigenvalue_ = None
+        else:
+            # AdaSSP: ridge = noise bound − lower confidence bound of λ_min
+            noise_bound = math.sqrt(2.0 * p * plan.noise_variance)
+            lam_lower = max(0.0, lam - eig_plan.upper_tail(EIGEN_FAILURE))
+            alpha = max(0.0, noise_bound - lam_lower)
+            loss = compose(eig_plan.loss, plan.loss)
+            self.min_eigenvalue_ = lam
         ridge = np.full(p, alpha)
         if self.fit_intercept:
             ridge[-1] = 0.0
@@ -382,8 +612,49 @@ class UserDPLinearRegression(RegressorMixin, _UserDPLinearModel):
         self.intercept_ = float(intercept[0])
         self.alpha_ = alpha
         self.n_users_ = n_users
-        self._set_spend(plan.loss)
+        self._set_spend(loss)
         return self
+
+    def _plan(self, n_users, p, n_stats, radius):
+        """Plans of the statistics release and, for ``alpha="auto"``, of the
+        smallest-eigenvalue release (``None`` otherwise), from public values.
+
+        The budget is split by the privacy core: ``split_off`` of ε (δ = 0),
+        ``split_zcdp_shares`` of ``ρ = zcdp_rho_for(ε, δ)`` (δ > 0,
+        ``calibration="tight"``) or ``split_zcdp`` (``"paper"``, whose
+        statistics release is calibrated for the rest as an (ε', δ) target).
+        """
+        if self.delta == 0:
+            budget = PureDP(self.epsilon)
+        else:
+            budget = ApproxDP(self.epsilon, self.delta)
+        if self.alpha != "auto":
+            return plan_clip_noise(n_users, n_stats, budget=budget, radius=radius,
+                                   calibration=self.calibration), None
+        if self.delta == 0:
+            eps_eig, rest = split_off(budget, EIGEN_SHARE)
+            eig_budget = PureDP(eps_eig)
+        elif self.calibration == "tight":
+            rho = zcdp_rho_for(self.epsilon, self.delta)
+            eig_budget, rest = split_zcdp_shares(ZCDP(rho),
+                                                 [EIGEN_SHARE, 1.0 - EIGEN_SHARE])
+        else:
+            eig_budget, eps_rest = split_zcdp(self.epsilon, self.delta, EIGEN_SHARE)
+            rest = ApproxDP(eps_rest, self.delta)
+        plan = plan_clip_noise(n_users, n_stats, budget=rest, radius=radius,
+                               calibration=self.calibration)
+        eig_plan = plan_min_eigenvalue(n_users, p, budget=eig_budget,
+                                       row_bound=self._row_bound,
+                                       clip_radius=plan.ball,
+                                       intercept=bool(self.fit_intercept))
+        eps_spent, delta_spent, _ = report_spend(compose(eig_plan.loss, plan.loss),
+                                                 self.delta)
+        if eps_spent > self.epsilon or delta_spent > self.delta:
+            raise ValueError(  # not seen: the paper calibration spends less
+                f"alpha='auto' would spend (ε, δ) = ({eps_spent}, {delta_spent}), "
+                f"more than ({self.epsilon}, {self.delta}); use "
+                "calibration='tight' or a numeric alpha.")
+        return plan, eig_plan
 
     def predict(self, X):
         """Predict with the private model (rows projected onto the feature ball).

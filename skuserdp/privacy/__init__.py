@@ -59,6 +59,7 @@ from ._sensitivity import (
     replace_one_mean_sensitivity,
     replace_one_sum_sensitivity,
 )
+from ._spectral import psd_min_eigenvalue_sensitivity, second_moment_bounds
 
 __all__ = [
     "PureDP",
@@ -106,4 +107,6 @@ __all__ = [
     "random_stopping_max_iter",
     "poisson_gaussian_epsilon",
     "calibrate_poisson_gaussian",
+    "second_moment_bounds",
+    "psd_min_eigenvalue_sensitivity",
 ]
