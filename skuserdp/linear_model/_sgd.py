@@ -36,7 +36,11 @@ bounds are those of the data term alone.
 Phased ERM (spec §3.9): phases ``t = 1..P`` run the strongly convex variant on
 disjoint blocks of ``⌊n/2^t⌋`` users (a data-independent random partition),
 each with the whole budget (parallel composition), regularised towards the
-previous phase's output with ``λ_t = 4^t·λ``.
+previous phase's output with ``λ_t = 4^t·λ``. λ, P and the steps per phase
+come from the *planned* noise of the aggregator (OUR CHOICE, in place of the
+paper's ``σd/(√m·ε)``, which assumes a noise the aggregators do not have),
+and phases whose block is too small for that noise are not run (the early
+stop of spec §3.9); see :func:`plan_phased_erm`.
 """
 
 import math
@@ -392,21 +396,29 @@ class PhasedPlan:
     n_users, n_params : int
         Users n and parameters p.
     block_sizes : tuple of int
-        ``n_t = ⌊n/2^t⌋`` users of phase ``t = 1..P`` (disjoint blocks).
+        ``n_t = ⌊n/2^t⌋`` users of every phase run (disjoint blocks).
     lambdas : tuple of float
         ``λ_t = 4^t·λ``.
     phases : tuple of GradientPlan
-        The strongly convex gradient-descent plan of every phase.
+        The strongly convex gradient-descent plan of every phase run.
     loss : PureDP, ApproxDP or ZCDP
         The total loss: the worst phase (parallel composition).
+    noise_scale : float
+        κ, the planned noise of the first phase as one full-budget release
+        over n users: ``κ = n_1·ν_1/√T_1`` (ν_1² the total noise variance of
+        one of its T_1 steps, summed over the parameters). It takes the
+        place of the paper's ``σd/(√m·ε)`` in λ, P and T_t.
+    planned_phases : int
+        P of Algorithm 4's line 1 (computed with κ); the early stop may run
+        fewer phases (``len(phases)``).
 
     Examples
     --------
     >>> from skuserdp.linear_model import plan_phased_erm
-    >>> plan = plan_phased_erm(100, 2, epsilon=1.0, delta=1e-6, aggregator="clip",
+    >>> plan = plan_phased_erm(4000, 2, epsilon=1.0, delta=1e-6, aggregator="clip",
     ...                        gradient_bound=1.0, smoothness=1.0, radius=1.0)
     >>> plan.block_sizes, [round(lam / plan.lambdas[0], 6) for lam in plan.lambdas]
-    ((50, 25, 12, 6, 3), [1.0, 4.0, 16.0, 64.0, 256.0])
+    ((2000, 1000, 500, 250, 125, 62), [1.0, 4.0, 16.0, 64.0, 256.0, 1024.0])
     """
 
     n_users: int
@@ -415,6 +427,8 @@ class PhasedPlan:
     lambdas: tuple
     phases: tuple
     loss: object
+    noise_scale: float
+    planned_phases: int
 
     @property
     def n_steps(self):
@@ -422,8 +436,15 @@ class PhasedPlan:
         return sum(p.n_steps for p in self.phases)
 
 
-#: phases with fewer users than this are dropped (public rule)
+#: phases with fewer users than this are never run (public rule)
 PHASE_MIN_USERS = 2
+#: c: E‖θ̂ − θ*‖² ≈ c·ν²/(μ²T) for the strongly convex schedule of §3.7
+SCHEDULE_VARIANCE_FACTOR = 2.0
+
+
+def _noise_constant(plan):
+    """``κ_t = n_t·ν_t/√T_t``: a phase's noise as one full-budget release."""
+    return plan.n_users * math.sqrt(plan.noise_variance / plan.n_steps)
 
 
 def plan_phased_erm(n_users, n_params, *, epsilon, delta, aggregator,
@@ -432,13 +453,56 @@ def plan_phased_erm(n_users, n_params, *, epsilon, delta, aggregator,
                     calibration="tight"):
     """Plan Levy et al.'s Phased ERM (Algorithm 4) from public quantities.
 
-    Line 1 of Algorithm 4 with σ = G (the sub-Gaussian parameter of
-    gradients bounded by G, so ``G̲ = min(G, σ√d) = G``):
-    ``P = ⌈log₂(n√m·ε/d)⌉`` phases and
-    ``λ = √(G²/(nm) + G²d²/(n²mε²))/R``. Phase t has ``n_t = ⌊n/2^t⌋``
-    users (phases with fewer than 2 users are dropped), ``λ_t = 4^t·λ`` and
-    ``T_t = max{1, ⌈(H+λ_t)/λ_t · ln(n_t²·m·λ_t·R·ε²/(G·d))⌉}`` steps
-    (Corollary 2 with ``G̃ = G``), capped at ``max_iter``.
+    Algorithm 4's line 1 and Corollary 2 balance the terms of Theorem 4's
+    proof for the noise of Algorithm 3 in the paper's model: one full-budget
+    release over n users of standard deviation ``σd/(√m·ε)/n``, with
+    σ = G for gradients bounded by G. The planned aggregators do not have
+    that noise: the clip aggregator's is proportional to the clip radius,
+    whatever m, and the winsorized one's to τ only once τ is well below G
+    (below that it falls back to a box release of radius G), both with the
+    constants and logarithms the Õ drops. Planned with the paper's model,
+    λ shrinks like 1/√m while the noise does not, the early phases return
+    noise (``E‖θ̂_1 − θ*_1‖² ∝ 1/λ_1²`` exceeds R²) that the later, more
+    regularised phases cannot undo, and the error *grows* with m. Hence
+    (OUR CHOICE) the constants use the planned noise: κ, the first phase's
+    per-step noise as one full-budget release over n users (see
+    :class:`PhasedPlan`; n²·variance is constant in n and T for the clip
+    aggregator; T_1 and κ are found together by iterating ``T_1 ← T_1(κ)``
+    from ``T_1 = 1`` until T_1 repeats). With ``c = 2`` the variance factor
+    of the strongly convex schedule (``E‖θ̂ − θ*‖² ≈ c·ν²/(μ²T)``: 2.0–2.4
+    for 2 ≤ T ≤ 400, from the schedule's linear response) and the uniform
+    stability ``2G²/(λN)`` of Proposition 5, the proof's bound reads
+    ``2λR² + (2c(P − 1)κ²/n² + 2G²/(nm))/λ + G√c·κ/(2^P·λ·n)`` and
+
+    * ``λ = √(G²/(nm) + c·(P − 1)·κ²/n²)/R`` minimises it (the paper's
+      λ with ``σ²d²/(mε²)`` replaced by ``c(P − 1)κ²``: the Õ drops the
+      P − 1 noise terms of Δ₁; ``P − 1`` is taken as 1 when P = 1);
+    * ``P = ⌈log₂(G·n/(2√c·κ))⌉`` phases, where the last phase's Δ₀ falls
+      to one Δ₁ term (the paper's ``⌈log₂(Gn√m·ε/(σd))⌉``);
+    * phase t has ``n_t = ⌊n/2^t⌋`` users, ``λ_t = 4^t·λ`` and
+      ``T_t = max{1, ⌈(H + λ_t)/λ_t·ln(G·R·λ_t·n_t²/κ²)⌉}`` steps
+      (Corollary 2: the initial gap GR over the noise floor
+      ``κ²/(λ_t·n_t²)``), capped at ``max_iter``.
+
+    Early stop (spec §3.9: stop when ``n_t`` violates Corollary 2's
+    condition): phase t ≥ 2 and all later phases are not run when
+
+    * ``n_t < 2`` (``PHASE_MIN_USERS``);
+    * its planned per-step noise exceeds the gradient bound, ``ν_t > G``:
+      Corollary 2's ``n_t = Ω̃(√(d·T_t)/ε)`` made explicit; for the clip
+      aggregator ``ν_t = √T_t·κ/n_t``, so the threshold is
+      ``n_t ≥ √T_t·κ/G`` users;
+    * its noise constant ``κ_t = n_t·ν_t/√T_t`` exceeds κ (up to rounding):
+      λ, P and T_t were balanced for κ, and the phase's Δ₁ term grows as
+      κ_t². This never happens with the clip aggregator (κ_t is constant,
+      or decreasing with T_t under pure DP or the "paper" calibration); it
+      stops the winsorized aggregator where its range step costs more on the
+      smaller blocks, or they fall back to the box release.
+
+    Everything depends only on public values (n, m, p, ε, δ, G, H, R, the
+    aggregator's parameters), never on the data. The first phase is always
+    run (the regularised ERM of half the users): without it there is no
+    output.
 
     Parameters
     ----------
@@ -474,36 +538,59 @@ def plan_phased_erm(n_users, n_params, *, epsilon, delta, aggregator,
     >>> plan = plan_phased_erm(4000, 3, epsilon=1.0, delta=1e-6,
     ...                        aggregator="clip", gradient_bound=2.0,
     ...                        smoothness=1.0, radius=3.0, samples_per_user=10)
-    >>> plan.block_sizes
-    (2000, 1000, 500, 250, 125, 62, 31, 15, 7, 3)
+    >>> plan.block_sizes, plan.planned_phases
+    ((2000, 1000, 500, 250, 125, 62), 7)
     """
     n, d = int(n_users), int(n_params)
     G, H, R = float(gradient_bound), float(smoothness), float(radius)
     m = max(int(samples_per_user), 1)
-    n_phases = max(1, math.ceil(math.log2(max(n * math.sqrt(m) * epsilon / d, 2.0))))
-    lam = math.sqrt(G * G / (n * m) + (G * d) ** 2 / (n * n * m * epsilon ** 2)) / R
-    sizes, lambdas, phases = [], [], []
-    for t in range(1, n_phases + 1):
-        n_t = n // 2 ** t
-        if n_t < PHASE_MIN_USERS:
-            break
-        lam_t = 4.0 ** t * lam
-        arg = n_t * n_t * m * lam_t * R * epsilon ** 2 / (G * d)
-        steps = math.ceil((H + lam_t) / lam_t * math.log(max(arg, math.e)))
-        steps = int(min(max(1, steps), max_iter))
-        tau_t = tau(n_t) if callable(tau) else tau
-        phases.append(plan_gradient_descent(
-            n_t, d, epsilon=epsilon, delta=delta, n_steps=steps,
-            aggregator=aggregator, gradient_bound=G, smoothness=H + lam_t,
-            radius=R, clip_norm=clip_norm, tau=tau_t, gamma=gamma,
-            strong_convexity=lam_t, calibration=calibration))
-        sizes.append(n_t)
-        lambdas.append(lam_t)
-    if not phases:
+    c = SCHEDULE_VARIANCE_FACTOR
+    if n // 2 < PHASE_MIN_USERS:
         raise ValueError(
             f"Phased ERM needs at least {2 * PHASE_MIN_USERS} users, got {n}.")
+
+    def gd_plan(t, steps, lam_t):
+        n_t = n // 2 ** t
+        return plan_gradient_descent(
+            n_t, d, epsilon=epsilon, delta=delta, n_steps=steps,
+            aggregator=aggregator, gradient_bound=G, smoothness=H + lam_t,
+            radius=R, clip_norm=clip_norm, tau=tau(n_t) if callable(tau) else tau,
+            gamma=gamma, strong_convexity=lam_t, calibration=calibration)
+
+    def n_steps(t, lam_t, kappa):
+        arg = G * R * lam_t * (n // 2 ** t) ** 2 / kappa ** 2
+        steps = math.ceil((H + lam_t) / lam_t * math.log(max(arg, math.e)))
+        return int(min(max(1, steps), max_iter))
+
+    def line1(kappa):
+        n_phases = max(1, math.ceil(math.log2(
+            max(G * n / (2.0 * math.sqrt(c) * kappa), 1.0))))
+        lam = math.sqrt(G * G / (n * m)
+                        + c * max(n_phases - 1, 1) * kappa ** 2 / n ** 2) / R
+        return n_phases, lam
+
+    # κ depends on T_1 (the per-step budget) and T_1 on κ: iterate.
+    steps, tried = 1, []
+    while steps not in tried:
+        tried.append(steps)
+        kappa = _noise_constant(gd_plan(1, steps, 1.0))  # noise ignores λ
+        n_phases, lam = line1(kappa)
+        steps = n_steps(1, 4.0 * lam, kappa)
+    sizes, lambdas, phases = [], [], []
+    for t in range(1, n_phases + 1):
+        n_t, lam_t = n // 2 ** t, 4.0 ** t * lam
+        if n_t < PHASE_MIN_USERS:
+            break
+        phase = gd_plan(t, n_steps(t, lam_t, kappa), lam_t)
+        if t > 1 and (math.sqrt(phase.noise_variance) > G
+                      or _noise_constant(phase) > kappa * (1 + 1e-9)):
+            break
+        phases.append(phase)
+        sizes.append(n_t)
+        lambdas.append(lam_t)
     loss = compose_parallel(*(p.loss for p in phases))
-    return PhasedPlan(n, d, tuple(sizes), tuple(lambdas), tuple(phases), loss)
+    return PhasedPlan(n, d, tuple(sizes), tuple(lambdas), tuple(phases), loss,
+                      kappa, n_phases)
 
 
 def phased_erm(user_gradients, plan, *, theta0, penalty_gradient=None,

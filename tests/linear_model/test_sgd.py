@@ -263,24 +263,41 @@ def _phased_plan(n, *, eps=1.0, m=4, d=2, max_iter=5, aggregator="clip", **kw):
 
 
 def test_phased_plan_constants():
+    # Every constant recomputed by hand from the plan of the first phase
+    # (κ) and the public values: P, λ, λ_t, n_t, T_t (Algorithm 4's line 1
+    # and Corollary 2 with the planned noise κ in place of σd/(√m·ε); see
+    # plan_phased_erm), and the early stop at the first phase that violates
+    # its conditions.
     n, m, d, eps = 1000, 4, 2, 1.0
     G, H, R = COMMON["gradient_bound"], COMMON["smoothness"], COMMON["radius"]
+    c = sgd.SCHEDULE_VARIANCE_FACTOR
     plan = _phased_plan(n, m=m, d=d, eps=eps, max_iter=10 ** 6)
-    n_phases = math.ceil(math.log2(n * math.sqrt(m) * eps / d))  # 10
-    lam = math.sqrt(G * G / (n * m) + G * G * d * d / (n * n * m * eps * eps)) / R
-    sizes = [n // 2 ** t for t in range(1, n_phases + 1) if n // 2 ** t >= 2]
-    assert plan.block_sizes == tuple(sizes) == (500, 250, 125, 62, 31, 15, 7, 3)
+    first = plan.phases[0]
+    kappa = first.n_users * math.sqrt(first.noise_variance / first.n_steps)
+    assert plan.noise_scale == pytest.approx(kappa, rel=1e-12)
+    # clip + tight: n²·(variance per step)/T is the same for every n and T,
+    # so κ is the noise of one full-budget release over n users
+    one = plan_gradient_descent(n, d, epsilon=eps, delta=1e-6, n_steps=1,
+                                aggregator="clip", **COMMON)
+    assert n * math.sqrt(one.noise_variance) == pytest.approx(kappa, rel=1e-9)
+    n_phases = math.ceil(math.log2(G * n / (2 * math.sqrt(c) * kappa)))
+    assert plan.planned_phases == n_phases == 5
+    lam = math.sqrt(G * G / (n * m) + c * (n_phases - 1) * kappa ** 2 / n ** 2) / R
+    # the early stop removed the last planned phase (see the stop tests)
+    assert plan.block_sizes == (500, 250, 125, 62)
     assert sum(plan.block_sizes) <= n
     for t, (lam_t, phase, n_t) in enumerate(
             zip(plan.lambdas, plan.phases, plan.block_sizes), start=1):
+        assert n_t == n // 2 ** t
         assert lam_t == pytest.approx(4.0 ** t * lam, rel=1e-12)
-        steps = math.ceil((H + lam_t) / lam_t * math.log(
-            max(n_t * n_t * m * lam_t * R * eps ** 2 / (G * d), math.e)))
-        assert phase.n_steps == max(1, steps)
+        assert phase.n_steps == _phase_steps(n_t, lam_t, kappa, 10 ** 6)
         assert phase.n_users == n_t and phase.schedule == "strongly_convex"
         assert phase.learning_rates[0] == pytest.approx(1 / (H + lam_t))
         # each phase is planned with the whole budget (parallel composition)
         assert report_spend(phase.loss, 1e-6)[0] <= eps * (1 + 1e-9)
+        # and passes the early-stop conditions
+        assert math.sqrt(phase.noise_variance) <= G
+        assert sgd._noise_constant(phase) <= kappa * (1 + 1e-9)
     assert plan.n_steps == sum(p.n_steps for p in plan.phases)
     assert report_spend(plan.loss, 1e-6)[0] == pytest.approx(
         max(report_spend(p.loss, 1e-6)[0] for p in plan.phases))
@@ -289,6 +306,26 @@ def test_phased_plan_constants():
     assert all(p.n_steps <= 3 for p in capped.phases)
     with pytest.raises(ValueError, match="at least 4 users"):
         _phased_plan(3)
+
+
+def _phase_steps(n_t, lam_t, kappa, max_iter, G=COMMON["gradient_bound"],
+                 H=COMMON["smoothness"], R=COMMON["radius"]):
+    """T_t of plan_phased_erm, by hand."""
+    arg = G * R * lam_t * n_t ** 2 / kappa ** 2
+    steps = math.ceil((H + lam_t) / lam_t * math.log(max(arg, math.e)))
+    return min(max(1, steps), max_iter)
+
+
+def _skipped_phase(plan, t, *, eps=1.0, max_iter=5, aggregator="clip",
+                   G=COMMON["gradient_bound"], H=COMMON["smoothness"],
+                   R=COMMON["radius"], **kw):
+    """The plan phase t would have had, built by hand from public values."""
+    n_t, lam_t = plan.n_users // 2 ** t, 4.0 ** (t - 1) * plan.lambdas[0]
+    steps = _phase_steps(n_t, lam_t, plan.noise_scale, max_iter, G, H, R)
+    return plan_gradient_descent(n_t, plan.n_params, epsilon=eps, delta=1e-6,
+                                 n_steps=steps, aggregator=aggregator,
+                                 gradient_bound=G, smoothness=H + lam_t, radius=R,
+                                 strong_convexity=lam_t, **kw)
 
 
 def _record_partition(plan, data, seed):
@@ -344,9 +381,11 @@ def test_phased_erm_runs_each_phase_on_its_block_with_the_anchor_penalty(
     # is tested elsewhere): phase t minimises ½‖θ − z̄_t‖² + λ_t/2‖θ − θ_{t−1}‖²,
     # whose minimiser is (z̄_t + λ_t θ_{t−1})/(1 + λ_t); its first step (η =
     # 1/(H + λ_t), the exact curvature) lands on it. The blocks' means
-    # differ, so using the wrong users or the wrong anchor shows.
+    # differ, so using the wrong users or the wrong anchor shows. A large ε
+    # (the noise is not used) gives several phases on 64 users.
     n = 64
-    plan = _phased_plan(n, m=1, max_iter=400)
+    plan = _phased_plan(n, m=1, max_iter=400, eps=30.0)
+    assert len(plan.phases) >= 4
     rng = np.random.default_rng(1)
     Z = rng.uniform(-0.5, 0.5, (n, 2))
     blocks = _record_partition(plan, Z, 3)
@@ -359,6 +398,101 @@ def test_phased_erm_runs_each_phase_on_its_block_with_the_anchor_penalty(
     np.testing.assert_allclose(theta, expected, atol=1e-12)
     assert np.linalg.norm(expected - Z.mean(axis=0)) > 0.01
     assert np.linalg.norm(expected - Z[blocks[-1]].mean(axis=0)) > 0.01
+
+
+def test_phased_early_stop_skips_a_phase_whose_noise_exceeds_the_gradient_bound():
+    # Corollary 2's condition n_t = Ω̃(√(d·T_t)/ε), explicit: a phase runs
+    # only if its per-step noise ν_t ≤ G; with the clip aggregator
+    # ν_t = √T_t·κ/n_t, i.e. n_t ≥ √T_t·κ/G users. Here phase 5 of P = 5
+    # (31 users) is below that threshold and is not run.
+    G = COMMON["gradient_bound"]
+    plan = _phased_plan(1000, m=4, max_iter=10 ** 6)
+    assert plan.planned_phases == 5 and len(plan.phases) == 4
+    skipped = _skipped_phase(plan, 5, max_iter=10 ** 6)
+    assert skipped.n_users == 31
+    threshold = math.sqrt(skipped.n_steps) * plan.noise_scale / G
+    assert skipped.n_users < threshold
+    assert math.sqrt(skipped.noise_variance) > G
+    # the κ rule does not fire here (clip: κ_t = κ), so the ν rule did
+    kappa = plan.noise_scale
+    assert sgd._noise_constant(skipped) == pytest.approx(kappa, rel=1e-9)
+    for phase in plan.phases:  # every phase run is above its threshold
+        assert phase.n_users >= (math.sqrt(phase.n_steps) * plan.noise_scale / G)
+    # with more users the same phase index is above the threshold and runs
+    assert len(_phased_plan(4000, m=4, max_iter=10 ** 6).phases) >= 5
+
+
+def test_phased_early_stop_skips_a_phase_noisier_than_planned():
+    # λ, P and T_t are balanced for κ (the first phase's noise). The
+    # winsorized aggregator's noise is proportional to τ only while its range
+    # step is cheap: on the 500-user block of phase 2 the step needs more of
+    # the budget (or falls back to the box release of radius G), κ_2 > κ,
+    # and phase 2 (and every later phase) is not run although P > 1 and
+    # ν_2 ≤ G.
+    kw = dict(aggregator="winsorized", tau=0.06, gradient_bound=1.0,
+              smoothness=1e-9, radius=1.0)
+    plan = plan_phased_erm(2000, 2, epsilon=1.0, delta=1e-6, samples_per_user=1000,
+                           max_iter=100, **kw)
+    assert plan.phases[0].release.route == "zcdp"
+    assert plan.planned_phases > 1 and plan.block_sizes == (1000,)
+    skipped = _skipped_phase(plan, 2, max_iter=100, G=1.0, H=1e-9, R=1.0,
+                             aggregator="winsorized", tau=0.06)
+    assert skipped.n_users == 500
+    assert math.sqrt(skipped.noise_variance) <= 1.0  # not the ν rule
+    assert sgd._noise_constant(skipped) > plan.noise_scale
+    # the clip aggregator never trips this rule: κ_t = κ in every phase
+    clip = plan_phased_erm(2000, 2, epsilon=1.0, delta=1e-6, **{
+        **kw, "aggregator": "clip", "tau": None})
+    assert len(clip.phases) > 1
+    for phase in clip.phases:
+        kappa = clip.noise_scale
+        assert sgd._noise_constant(phase) == pytest.approx(kappa, rel=1e-9)
+
+
+def test_phased_phases_run_depend_only_on_public_values():
+    # The phases run (how many, their blocks, steps and noise) are fixed by
+    # the plan, a function of public values: two datasets of the same public
+    # shape run the same phases, and the early stop (P = 5, 4 run) does not
+    # look at the data. phased_erm asks for exactly one block per phase.
+    n = 1000
+    plan = _phased_plan(n, m=4, max_iter=10 ** 6)
+    assert plan.planned_phases > len(plan.phases)
+    rng = np.random.default_rng(2)
+    a = _record_partition(plan, rng.normal(0.0, 0.1, (n, 2)), 5)
+    b = _record_partition(plan, rng.uniform(-3.0, 3.0, (n, 2)), 5)
+    assert [len(u) for u in a] == [len(u) for u in b] == list(plan.block_sizes)
+    assert all(np.array_equal(u, v) for u, v in zip(a, b))
+    # the plan is a pure function of its (public) arguments
+    again = _phased_plan(n, m=4, max_iter=10 ** 6)
+    assert again.block_sizes == plan.block_sizes
+    assert again.lambdas == plan.lambdas
+    assert [p.n_steps for p in again.phases] == [p.n_steps for p in plan.phases]
+
+
+@pytest.mark.parametrize("aggregator", ["clip", "winsorized"])
+def test_phased_lambda_never_drops_below_the_noise_floor(aggregator):
+    # The bug of issue 15: λ was the paper's √(G²/(nm) + σ²d²/(n²mε²))/R,
+    # shrinking like 1/√m, while the aggregators' noise does not shrink
+    # (clip) or only once τ ≪ G (winsorized), so the early phases returned
+    # noise and the error grew with m. Now λ ≥ √(c(P − 1))·κ/(n·R) for every
+    # m, and for the clip aggregator κ, P and the blocks do not depend on m.
+    n, d = 2000, 3
+    R = COMMON["radius"]
+    c = sgd.SCHEDULE_VARIANCE_FACTOR
+    plans = [_phased_plan(n, m=m, d=d, max_iter=100, aggregator=aggregator,
+                          tau=0.5 * COMMON["gradient_bound"] / math.sqrt(m))
+             for m in (1, 10, 100, 1000)]
+    for plan in plans:
+        lam = plan.lambdas[0] / 4
+        floor = math.sqrt(c * max(plan.planned_phases - 1, 1)) * plan.noise_scale
+        assert lam * n * R >= floor * (1 - 1e-12)
+    lams = [p.lambdas[0] for p in plans]
+    assert all(a >= b for a, b in zip(lams, lams[1:]))  # decreasing in m
+    if aggregator == "clip":
+        np.testing.assert_allclose([p.noise_scale for p in plans],
+                                   plans[0].noise_scale, rtol=1e-9)
+        assert len({p.block_sizes for p in plans}) == 1
+        assert lams[-1] >= lams[0] / 2  # only the statistical term changes
 
 
 # ------------------------------------------------- noise does not see data
