@@ -188,7 +188,13 @@ def _streamed_statistics(X, y, codes, n_users, *, drop_last_diagonal,
     starts = np.flatnonzero(np.r_[True, sorted_counts[1:] != sorted_counts[:-1]])
     ends = np.r_[starts[1:], n_users]
     row_start = np.r_[0, np.cumsum(sorted_counts)]
-    bound = None if feature_bound is None else float(feature_bound)
+    if feature_bound is None:
+        shrink = None
+    else:  # per-row projection factor (1 inside the ball), as project_rows
+        norms = np.sqrt(np.einsum("ij,ij->i", X, X))
+        with np.errstate(divide="ignore"):
+            shrink = np.minimum(1.0, float(feature_bound) / norms)
+        del norms
     for a, b in zip(starts, ends):
         m = int(sorted_counts[a])
         if m == 0:
@@ -201,25 +207,25 @@ def _streamed_statistics(X, y, codes, n_users, *, drop_last_diagonal,
             if grouped:
                 Z[:, :d] = X[r0:r1]
                 Z[:, p] = y[r0:r1]
+                factor = None if shrink is None else shrink[r0:r1]
             else:
                 idx = row_order[r0:r1]
                 np.take(X, idx, axis=0, out=Z[:, :d], mode="clip")
                 np.take(y, idx, out=Z[:, p], mode="clip")
-            if bound is not None:
-                Xc = Z[:, :d]
-                norms = np.sqrt(np.einsum("ij,ij->i", Xc, Xc))
-                outside = norms > bound
-                if outside.any():
-                    Xc[outside] *= (bound / norms[outside])[:, None]
+                factor = None if shrink is None else shrink[idx]
+            if factor is not None and factor.min() < 1.0:
+                Z[:, :d] *= factor[:, None]
             if intercept:
                 Z[:, d] = 1.0
             Zb = Z.reshape(u1 - u0, m, q)
             G = np.matmul(Zb.transpose(0, 2, 1), Zb).reshape(u1 - u0, q * q)
-            part = np.take(G, take, axis=1)
-            part *= mult / m
             if user_order is None:
-                V[u0:u1] = part
+                part = V[u0:u1]
+                np.take(G, take, axis=1, out=part)
             else:
+                part = np.take(G, take, axis=1)
+            part *= mult / m
+            if user_order is not None:
                 V[user_order[u0:u1]] = part
     return V
 
