@@ -188,13 +188,7 @@ def _streamed_statistics(X, y, codes, n_users, *, drop_last_diagonal,
     starts = np.flatnonzero(np.r_[True, sorted_counts[1:] != sorted_counts[:-1]])
     ends = np.r_[starts[1:], n_users]
     row_start = np.r_[0, np.cumsum(sorted_counts)]
-    if feature_bound is None:
-        shrink = None
-    else:  # per-row projection factor (1 inside the ball), as project_rows
-        norms = np.sqrt(np.einsum("ij,ij->i", X, X))
-        with np.errstate(divide="ignore"):
-            shrink = np.minimum(1.0, float(feature_bound) / norms)
-        del norms
+    bound = None if feature_bound is None else float(feature_bound)
     for a, b in zip(starts, ends):
         m = int(sorted_counts[a])
         if m == 0:
@@ -207,14 +201,15 @@ def _streamed_statistics(X, y, codes, n_users, *, drop_last_diagonal,
             if grouped:
                 Z[:, :d] = X[r0:r1]
                 Z[:, p] = y[r0:r1]
-                factor = None if shrink is None else shrink[r0:r1]
             else:
                 idx = row_order[r0:r1]
                 np.take(X, idx, axis=0, out=Z[:, :d], mode="clip")
                 np.take(y, idx, out=Z[:, p], mode="clip")
-                factor = None if shrink is None else shrink[idx]
-            if factor is not None and factor.min() < 1.0:
-                Z[:, :d] *= factor[:, None]
+            if bound is not None:  # project_rows: factor 1 inside the ball
+                Xc = Z[:, :d]
+                norms = np.sqrt(np.einsum("ij,ij->i", Xc, Xc))
+                with np.errstate(divide="ignore"):
+                    Xc *= np.minimum(1.0, bound / norms)[:, None]
             if intercept:
                 Z[:, d] = 1.0
             Zb = Z.reshape(u1 - u0, m, q)
