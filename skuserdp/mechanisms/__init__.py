@@ -14,6 +14,7 @@ from ._additive import (
     release_on_lattice,
 )
 from ._exponential import exponential_mechanism, gumbel_max
+from ._private_bounds import bounds_failure_probability, bounds_grid, private_bounds
 from ._private_range import private_range, private_range_window
 from ._rotation import RandomHadamardRotation, fwht, padded_dimension
 from ._stability_histogram import stability_histogram_argmax
@@ -41,6 +42,9 @@ __all__ = [
     "exact_sum",
     "round_to_grid",
     "private_range",
+    "private_bounds",
+    "bounds_grid",
+    "bounds_failure_probability",
     "private_range_window",
     "stability_histogram_argmax",
     "fwht",

@@ -19,6 +19,7 @@ from ._selection import (
     random_stopping_max_iter,
     random_stopping_privacy,
 )
+from ._public_bounds import split_for_public_bounds
 from ._stability import stability_histogram_privacy, stability_histogram_threshold
 from ._composition import (
     adaptive_query_budget,
@@ -74,6 +75,7 @@ __all__ = [
     "split_off",
     "split_zcdp",
     "split_zcdp_shares",
+    "split_for_public_bounds",
     "adaptive_query_budget",
     "compose_adaptive_queries",
     "bounded_range_epsilon",
