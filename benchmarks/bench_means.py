@@ -85,8 +85,11 @@ def ours(name, **public):
 
     def fit(X, groups, eps, seed, d):
         kw = dict(public)
+        if "bound" in kw:  # the regime's box [-bound, bound]^d, declared
+            b = float(kw.pop("bound"))
+            kw["bounds"] = (-b, b)
         if name == "clip_noise_box":  # only the box: its circumscribed ball
-            kw = dict(radius=float(public["bound"]) * math.sqrt(d))
+            kw = dict(radius=float(public["bound"]) * math.sqrt(d), center=0.0)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             est = cls(epsilon=eps, delta=DELTA, random_state=seed, **kw)
@@ -288,7 +291,8 @@ def run_case(case, rep_seed, *, regime_methods, public, peer_clip, eps,
             # the estimator it picks (from public values), so when it picks
             # one that is also run here its error is exactly that one's.
             from skuserdp.mean import choose_mean_method
-            pick = choose_mean_method(n, d, eps, DELTA, **kw)[0]
+            rule_kw = {("bounds" if k == "bound" else k): v for k, v in kw.items()}
+            pick = choose_mean_method(n, d, eps, DELTA, **rule_kw)[0]
             if pick in regime_methods:
                 seed = seeds[regime_methods.index(pick)]
         t0 = time.perf_counter()

@@ -230,7 +230,7 @@ def check_estimators_match_cores(X, ids, U, B, eps):
     """The estimators' fit equals the cores on the user means (same seed)."""
     delta = ACC["delta"]
     d = X.shape[1]
-    est = WinsorizedMeanEstimator(epsilon=eps, delta=delta, bound=B,
+    est = WinsorizedMeanEstimator(epsilon=eps, delta=delta, bounds=(-B, B),
                                   random_state=7).fit(X, groups=ids)
     core = winsorized_mean(U, epsilon=eps, delta=delta, bound=B, random_state=7)
     assert np.array_equal(est.mean_, core[0]) and est.tau_ == core[2]

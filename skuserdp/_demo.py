@@ -26,7 +26,7 @@ DEMO_DATA = dict(n_users=2000, n_features=10, samples_per_user=(5, 50),
 #: public knowledge shared by all estimators: every coordinate of the
 #: population mean lies in [-1, 1] (so its norm is <= sqrt(10) ~ 3.2) and user
 #: means spread about 0.5 per coordinate around it.
-_PUBLIC = dict(radius=5.0, center=None)
+_PUBLIC = dict(radius=5.0, center=0.0)
 
 #: constructor arguments per estimator; every public estimator needs an entry
 DEMO_CONFIGS = {
@@ -58,7 +58,7 @@ DEMO_CONFIGS = {
     # delta = 0 runs the 1-D pipeline per feature at eps/d.
     "ThreadedClipNoiseEstimator": [
         dict(epsilon=eps, delta=delta, moment_order=2, moment_bound=1.2,
-             samples_per_user=5, bound=5.0)
+             samples_per_user=5, bounds=(-5.0, 5.0))
         for delta in (1e-6, 0.0)
         for eps in (0.5, 1.0, 2.0)
     ],
@@ -83,15 +83,15 @@ DEMO_CONFIGS = {
     # Only a loose box, 20x wider than the demo's public knowledge: the
     # shrinking steps locate the users and estimate their spread privately.
     "CoinPressMeanEstimator": [
-        dict(epsilon=eps, delta=1e-6, bound=100.0) for eps in (0.5, 1.0, 2.0)
+        dict(epsilon=eps, delta=1e-6, bounds=(-100.0, 100.0)) for eps in (0.5, 1.0, 2.0)
     ],
     # The dispatcher with the same loose box: it picks CoinPress here.
     "UserMeanEstimator": [
-        dict(epsilon=eps, delta=1e-6, bound=100.0) for eps in (0.5, 1.0, 2.0)
+        dict(epsilon=eps, delta=1e-6, bounds=(-100.0, 100.0)) for eps in (0.5, 1.0, 2.0)
     ],
     # The same knowledge as a box: every coordinate of a user mean in [-5, 5].
     "WinsorizedMeanEstimator": [
-        dict(epsilon=eps, delta=delta, bound=5.0)
+        dict(epsilon=eps, delta=delta, bounds=(-5.0, 5.0))
         for delta in (1e-6, 0.0)
         for eps in (0.5, 1.0, 2.0)
     ],

@@ -12,6 +12,7 @@
 """
 
 import warnings
+from dataclasses import dataclass
 from numbers import Integral, Real
 
 import numpy as np
@@ -20,10 +21,21 @@ from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .exceptions import ItemLevelPrivacyWarning, YIgnoredWarning
+from .exceptions import AccuracyWarning, ItemLevelPrivacyWarning, YIgnoredWarning
+from .mechanisms._private_bounds import bounds_failure_probability, private_bounds
+from .privacy import compose, split_for_public_bounds
 from .privacy._conversion import report_spend
 from .users import check_groups
 from .users._aggregate import _means_by_code
+from .utils._random import make_seed_sequence
+from .utils._validation import check_bounds
+
+#: above this bound on the failure probability of a private median,
+#: ``bounds="auto"`` warns that the learned box may miss the data
+BOUNDS_FAILURE_WARN = 0.05
+#: default share of the budget for bounds="auto": of ρ (zCDP accounting), of ε
+#: (basic composition of the 2d pure releases, which needs a larger share)
+BOUNDS_SHARE_ZCDP, BOUNDS_SHARE_PURE = 0.1, 0.25
 
 __all__ = ["UserLevelMixin", "UserLevelMeanEstimator", "resolve_user_codes"]
 
@@ -94,12 +106,66 @@ def resolve_user_codes(estimator, groups, n_samples, *, warn=True, stacklevel=5)
     return codes, n_users
 
 
+@dataclass(frozen=True)
+class FitBudget:
+    """What one fit's release may use once the public bounds are resolved.
+
+    Attributes
+    ----------
+    epsilon, delta : float
+        The budget left for the estimator's own release.
+    lower, upper : ndarray of shape (n_features,) or None
+        The box of the users' means: declared, or learned privately (then
+        charged in ``bounds_loss``); ``None`` when the estimator needs none.
+    random_state : object
+        The seed of the estimator's own release (independent of the bounds
+        step's seed).
+    bounds_loss : PureDP, ZCDP or None
+        The privacy loss of learning the box, ``None`` when it was declared.
+    """
+
+    epsilon: float
+    delta: float
+    lower: object = None
+    upper: object = None
+    random_state: object = None
+    bounds_loss: object = None
+
+    @property
+    def midpoint(self):
+        """Centre of the box."""
+        return 0.5 * self.lower + 0.5 * self.upper
+
+    @property
+    def half_width(self):
+        """Half-width of the box in every coordinate (at least ``2^-256``, the
+        grid's smallest step, so that norms and squares stay positive)."""
+        return np.maximum(0.5 * self.upper - 0.5 * self.lower, 2.0 ** -256)
+
+
+#: parameter constraints of the public box shared by the mean estimators
+BOUNDS_CONSTRAINTS = {
+    "bounds": [StrOptions({"auto"}), "array-like"],
+    "bounds_share": [None, Interval(Real, 0, 1, closed="neither")],
+}
+
+
 class UserLevelMeanEstimator(UserLevelMixin, BaseEstimator):
     """Base class for user-level differentially private mean estimators.
 
-    Subclasses implement ``_fit_user_means(U)``: it receives the per-user
-    means (one row per user) and returns ``(mean, privacy_loss)``; it may set
-    further fitted attributes. They may extend ``_parameter_constraints``.
+    Subclasses implement ``_fit_user_means(U, budget)``: it receives the
+    per-user means (one row per user) and a :class:`FitBudget` and returns
+    ``(mean, privacy_loss)``; it may set further fitted attributes. They may
+    extend ``_parameter_constraints``.
+
+    Estimators with a ``bounds`` parameter (``(lower, upper)`` in the units
+    of ``X``, or ``"auto"``) get the box resolved here: a declared box is
+    validated; ``"auto"`` learns it privately from a ``bounds_share`` of the
+    budget (:func:`skuserdp.mechanisms.private_bounds`), and the spend is
+    composed with the estimator's own. ``_needs_bounds()`` says whether the
+    estimator uses the box at all (e.g. not when a clipping ball is declared)
+    and ``_zcdp_accounting(n, d)`` whether its own release is accounted in
+    zCDP (which decides how the bounds step is charged).
     """
 
     _parameter_constraints: dict = {
@@ -159,8 +225,80 @@ class UserLevelMeanEstimator(UserLevelMixin, BaseEstimator):
         """
         X, codes, n_users = self._validate_fit_input(X, y, groups)
         U = _means_by_code(X, codes, n_users)[0]
-        mean, loss = self._fit_user_means(U)
-        return self._set_fitted(mean, n_users, loss)
+        budget = self._resolve_bounds(U)
+        mean, loss = self._fit_user_means(U, budget)
+        if budget.bounds_loss is not None:
+            loss = compose(budget.bounds_loss, loss)
+        self._set_fitted(mean, n_users, loss)
+        self._check_box(budget)
+        return self
+
+    def _prepare(self, n_users, n_features):
+        """Hook run before the box is resolved (public values only)."""
+
+    def _needs_bounds(self):
+        """Whether this configuration uses the box ``bounds`` at all."""
+        return "bounds" in self._parameter_constraints
+
+    def _zcdp_accounting(self, n_users, n_features):
+        """Whether the estimator's own release is accounted in zCDP."""
+        return False
+
+    def _resolve_bounds(self, U):
+        """The :class:`FitBudget` of this fit: declared or privately learned box."""
+        n, d = U.shape
+        self._prepare(n, d)
+        if not self._needs_bounds():
+            return FitBudget(self.epsilon, self.delta, random_state=self.random_state)
+        if not (isinstance(self.bounds, str) and self.bounds == "auto"):
+            lower, upper = check_bounds(self.bounds, d)
+            return FitBudget(self.epsilon, self.delta, lower, upper, self.random_state)
+        zcdp = self._zcdp_accounting(n, d)
+        share = self.bounds_share
+        if share is None:
+            share = BOUNDS_SHARE_ZCDP if zcdp else BOUNDS_SHARE_PURE
+        eps0, loss, rest_eps, rest_delta = split_for_public_bounds(
+            self.epsilon, self.delta, share, 2 * d, zcdp=zcdp)
+        fail = bounds_failure_probability(n, eps0)[0]
+        if fail > BOUNDS_FAILURE_WARN:
+            warnings.warn(
+                f"{type(self).__name__}: bounds='auto' learns the box of {d} "
+                f"feature(s) from {n} users with epsilon {eps0:.3g} per release; "
+                f"the learned box may miss the data (probability up to {fail:.2g} "
+                "per feature), so the estimate may be far off. Declare "
+                "bounds=(lower, upper) in the units of X (public knowledge, e.g. "
+                "from a codebook), or use more users or a larger epsilon.",
+                AccuracyWarning, stacklevel=4)
+        seed_bounds, seed_rest = make_seed_sequence(self.random_state).spawn(2)
+        lower, upper = private_bounds(U, eps0, random_state=seed_bounds)
+        flat = np.flatnonzero(upper <= lower)
+        if flat.size:
+            warnings.warn(
+                f"{type(self).__name__}: bounds='auto' learned a box of width "
+                f"zero for feature(s) {flat.tolist()} (three quarters of the users "
+                "share one value, e.g. a rare binary feature); those "
+                "features are clipped to it. Declare bounds=(lower, upper).",
+                AccuracyWarning, stacklevel=4)
+        return FitBudget(rest_eps, rest_delta, lower, upper, seed_rest, loss)
+
+    def _check_box(self, budget):
+        """Warn when the estimate sits on or outside the box (post-processing)."""
+        if "bounds" not in self._parameter_constraints:
+            return
+        if budget.lower is None:
+            self.bounds_ = None
+            return
+        self.bounds_ = (budget.lower, budget.upper)
+        tol = 1e-9 * np.maximum(budget.upper - budget.lower, 0.0)
+        edge = np.flatnonzero((self.mean_ <= budget.lower + tol)
+                              | (self.mean_ >= budget.upper - tol))
+        if edge.size:
+            warnings.warn(
+                f"{type(self).__name__}: the estimate of feature(s) "
+                f"{edge[:10].tolist()} lies on or outside the public box "
+                f"bounds_: the users' means are probably clipped there and the "
+                "estimate is biased. Check bounds (in the units of X) or use "
+                "bounds='auto'.", AccuracyWarning, stacklevel=3)
 
     def _set_fitted(self, mean, n_users, loss):
         """Record the fitted mean, the number of users and the spend."""

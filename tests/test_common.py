@@ -32,7 +32,10 @@ INIT_PARAMS = {
     "UserDPLinearRegression": dict(epsilon=1000.0, delta=1e-3, random_state=0),
     # The dispatcher needs declared knowledge; with 20-40 users and d = 3 it
     # picks CoinPress.
-    "UserMeanEstimator": dict(bound=10.0, random_state=0),
+    "UserMeanEstimator": dict(bounds=(-10.0, 10.0), random_state=0),
+    # The heavy-tail estimator needs its public moment bound (no default).
+    "ThreadedClipNoiseEstimator": dict(moment_bound=1.0, bounds=(-10.0, 10.0),
+                                       random_state=0),
 }
 
 _ONE_COLUMN = (

@@ -3,7 +3,7 @@
 Not from the papers: an OUR CHOICE dispatcher over skuserdp's user-level
 mean estimators. The choice uses public information only -- the number of
 users ``n`` (public under replace-one), the number of features ``d``, ε, δ
-and whatever public knowledge is declared (``bound``, ``radius``,
+and whatever public knowledge is declared (``bounds``, ``radius``,
 ``center``, ``samples_per_user``, ``moment_order``/``moment_bound``) -- and
 never the data, so it costs no privacy. The rule and the measurements behind
 it are in the user guide (``docs/mean_estimation.rst``) and
@@ -12,28 +12,30 @@ it are in the user guide (``docs/mean_estimation.rst``) and
 The rule (``method="auto"``):
 
 1. δ = 0 (pure DP): :class:`ThreadedClipNoiseEstimator` when a moment bound,
-   rows per user and a ``bound`` are declared; else
+   rows per user are declared; else
    :class:`ClipNoiseMeanEstimator` when ``radius`` and ``center`` are
-   declared; else :class:`WinsorizedMeanEstimator` on the box ``bound``.
-2. δ > 0 and a ``bound`` is declared and the confidence ball can shrink
+   declared; else :class:`WinsorizedMeanEstimator` on the box ``bounds``.
+2. δ > 0 and the box ``bounds`` is declared or ``"auto"`` (the default:
+   learned privately) and the confidence ball can shrink
    (:func:`coinpress_shrink_ratio` ``≤ SHRINK_RATIO_MAX``):
    :class:`CoinPressMeanEstimator` on the box (it estimates the spread
    itself; in every measured regime it was the best with only a box).
 3. δ > 0 otherwise (few users for the dimension): a declared ``radius``
    with a ``center`` is a clipping ball, so :class:`ClipNoiseMeanEstimator`;
    a ``radius`` without a location, :class:`FewUsersBallEstimator`; only a
-   ``bound``, :class:`CoinPressMeanEstimator` anyway (nothing measured does
+   box, :class:`CoinPressMeanEstimator` anyway (nothing measured does
    better with a box alone when users are this few).
 """
 
 import math
+import warnings
 from numbers import Integral, Real
 
-import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ..base import UserLevelMeanEstimator
-from ..privacy import ZCDP, zcdp_rho_for
+from ..base import BOUNDS_CONSTRAINTS, UserLevelMeanEstimator
+from ..exceptions import AccuracyWarning
+from ..privacy import ZCDP, compose, zcdp_rho_for
 from ..utils._docstrings import fill_doc
 from ._clip_noise import ClipNoiseMeanEstimator, plan_clip_noise
 from ._coinpress import CoinPressMeanEstimator, plan_coinpress
@@ -46,10 +48,8 @@ __all__ = ["UserMeanEstimator", "coinpress_shrink_ratio", "choose_mean_method"]
 #: Above this shrink ratio CoinPress's ball cannot shrink reliably.
 SHRINK_RATIO_MAX = 0.5
 
-#: the declared knowledge each estimator cannot do without
-_NEEDS = {"coinpress": ("bound",), "clip_noise": ("radius",),
-          "winsorized": ("bound",), "few_users": ("radius",),
-          "threaded": ("moment_bound", "samples_per_user")}
+#: the words of ``reason_`` that mark a regime where no estimator does well
+HOPELESS = "no estimator does well"
 
 _METHODS = {
     "coinpress": CoinPressMeanEstimator,
@@ -98,7 +98,7 @@ def coinpress_shrink_ratio(n_users, n_features, epsilon, delta):
     return math.sqrt(n_features * step.noise_variance)
 
 
-def choose_mean_method(n_users, n_features, epsilon, delta, *, bound=None,
+def choose_mean_method(n_users, n_features, epsilon, delta, *, bounds=None,
                        radius=None, center=None, samples_per_user=None,
                        moment_order=None, moment_bound=None):
     """The estimator ``method="auto"`` picks, from public values only.
@@ -109,8 +109,9 @@ def choose_mean_method(n_users, n_features, epsilon, delta, *, bound=None,
         Public shape.
     epsilon, delta : float
         The budget.
-    bound : float, array-like or None, default=None
-        Declared public box ``[-bound, bound]^d`` of the users' means.
+    bounds : "auto", tuple (lower, upper) or None, default=None
+        The public box of the users' means, declared or ``"auto"`` (learned
+        privately before the release); only whether there is one matters.
     radius : float or None, default=None
         Declared public ℓ2 radius of the users' means (around ``center`` if
         one is declared).
@@ -134,14 +135,16 @@ def choose_mean_method(n_users, n_features, epsilon, delta, *, bound=None,
     Examples
     --------
     >>> from skuserdp.mean import choose_mean_method
-    >>> choose_mean_method(1000, 10, 1.0, 1e-6, bound=100.0)[0]
+    >>> choose_mean_method(1000, 10, 1.0, 1e-6, bounds=(-100, 100))[0]
     'coinpress'
-    >>> choose_mean_method(100, 100, 1.0, 1e-6, bound=100.0, radius=7.0)[0]
+    >>> choose_mean_method(100, 100, 1.0, 1e-6, bounds="auto", radius=7.0)[0]
     'few_users'
     """
+    bound = bounds
     if bound is None and radius is None:
         raise ValueError("UserMeanEstimator needs public knowledge: declare at least "
-                         "bound= (a box containing the users' means) or radius=.")
+                         "bounds= (a box containing the users' means, or 'auto') or "
+                         "radius=.")
     if delta == 0:
         if (bound is not None and moment_bound is not None
                 and samples_per_user is not None):
@@ -151,7 +154,7 @@ def choose_mean_method(n_users, n_features, epsilon, delta, *, bound=None,
             return "clip_noise", "pure DP with a declared clipping ball"
         if bound is not None:
             return "winsorized", "pure DP with a box"
-        raise ValueError("with delta=0, declare bound= (or radius= with center=): "
+        raise ValueError("with delta=0, declare bounds= (or radius= with center=): "
                          "the few-users and CoinPress estimators need delta > 0.")
     ratio = coinpress_shrink_ratio(n_users, n_features, epsilon, delta)
     few = ratio > SHRINK_RATIO_MAX
@@ -165,15 +168,15 @@ def choose_mean_method(n_users, n_features, epsilon, delta, *, bound=None,
         return "clip_noise", size + "; a clipping ball is declared"
     if radius is not None:
         return "few_users", size + "; a radius without a location is declared"
-    return "coinpress", (size + "; only a box is declared: no estimator does well "
-                         "with a box alone here, CoinPress is used")
+    return "coinpress", (size + "; only a box is declared: " + HOPELESS
+                         + " with a box alone here, CoinPress is used")
 
 
 @fill_doc
 class UserMeanEstimator(UserLevelMeanEstimator):
     """User-level private mean that picks the estimator for you.
 
-    Declare what you know publicly -- at least ``bound`` (a box containing
+    Declare what you know publicly -- ``bounds`` (a box containing
     the users' means, as loose as you like) or ``radius`` -- and
     ``method="auto"`` chooses among :class:`CoinPressMeanEstimator`,
     :class:`ClipNoiseMeanEstimator`, :class:`WinsorizedMeanEstimator`,
@@ -192,8 +195,8 @@ class UserMeanEstimator(UserLevelMeanEstimator):
     method : {{"auto", "coinpress", "clip_noise", "winsorized", "few_users", \
 "threaded"}}, default="auto"
         The estimator, or ``"auto"`` for the rule.
-    bound : float or array-like of shape (n_features,), default=None
-        Public box ``[-bound, bound]^d`` that contains the users' means.
+    {bounds}
+    {bounds_share}
     radius : float, default=None
         Public ℓ2 radius of the users' means: around ``center`` if one is
         declared (a clipping ball), else around their unknown mean.
@@ -243,7 +246,7 @@ class UserMeanEstimator(UserLevelMeanEstimator):
     >>> from skuserdp.mean import UserMeanEstimator
     >>> X, groups, true_mean = make_user_samples(n_users=2000, n_features=3,
     ...                                          mean=0.5, random_state=0)
-    >>> est = UserMeanEstimator(epsilon=1.0, delta=1e-6, bound=100.0,
+    >>> est = UserMeanEstimator(epsilon=1.0, delta=1e-6, bounds=(-100, 100),
     ...                         random_state=0).fit(X, groups=groups)
     >>> est.method_, est.mean_.round(1)
     ('coinpress', array([0.5, 0.5, 0.5]))
@@ -252,7 +255,7 @@ class UserMeanEstimator(UserLevelMeanEstimator):
     _parameter_constraints: dict = {
         **UserLevelMeanEstimator._parameter_constraints,
         "method": [StrOptions({"auto", *_METHODS})],
-        "bound": [None, Interval(Real, 0, None, closed="neither"), "array-like"],
+        **BOUNDS_CONSTRAINTS,
         "radius": [None, Interval(Real, 0, None, closed="neither")],
         "center": [None, Real, "array-like"],
         "samples_per_user": [None, Interval(Integral, 1, None, closed="left")],
@@ -264,14 +267,15 @@ class UserMeanEstimator(UserLevelMeanEstimator):
     #: the largest minimum of the estimators it may delegate to
     _min_users = max(cls._min_users for cls in _METHODS.values())
 
-    def __init__(self, epsilon=1.0, delta=1e-6, *, method="auto", bound=None,
-                 radius=None, center=None, samples_per_user=None, moment_order=None,
-                 moment_bound=None, calibration="tight", random_state=None,
-                 n_jobs=None):
+    def __init__(self, epsilon=1.0, delta=1e-6, *, method="auto", bounds="auto",
+                 bounds_share=None, radius=None, center=None, samples_per_user=None,
+                 moment_order=None, moment_bound=None, calibration="tight",
+                 random_state=None, n_jobs=None):
         self.epsilon = epsilon
         self.delta = delta
         self.method = method
-        self.bound = bound
+        self.bounds = bounds
+        self.bounds_share = bounds_share
         self.radius = radius
         self.center = center
         self.samples_per_user = samples_per_user
@@ -283,45 +287,60 @@ class UserMeanEstimator(UserLevelMeanEstimator):
 
     def _delegate(self, name):
         """The chosen estimator, built from the declared knowledge."""
-        common = dict(epsilon=self.epsilon, delta=self.delta,
+        common = dict(epsilon=self.epsilon, delta=self.delta, bounds=self.bounds,
+                      bounds_share=self.bounds_share,
                       random_state=self.random_state, n_jobs=self.n_jobs)
-        missing = [k for k in _NEEDS[name] if getattr(self, k) is None]
-        if missing:
-            raise ValueError(f"method={name!r} needs {' and '.join(missing)} to be "
-                             "declared.")
         if name == "coinpress":
-            kw = dict(bound=self.bound, center=self.center)
+            kw = dict(radius=None)
         elif name == "clip_noise":
             kw = dict(radius=self.radius, center=self.center)
         elif name == "winsorized":
-            kw = dict(bound=self.bound, samples_per_user=self.samples_per_user)
+            kw = dict(samples_per_user=self.samples_per_user)
         elif name == "few_users":
+            # no box: the few-users estimator needs no location
+            del common["bounds"], common["bounds_share"]
             kw = dict(radius=self.radius)
         else:
-            # its bound R is one scalar on every |mean_j|: the largest entry
-            # of a per-feature box is still a public bound
-            bound = None if self.bound is None else float(np.max(self.bound))
             kw = dict(moment_order=self.moment_order or 2.0,
                       moment_bound=self.moment_bound,
-                      samples_per_user=self.samples_per_user, bound=bound)
+                      samples_per_user=self.samples_per_user or 1)
         est = _METHODS[name](**common, **kw)
         est._validate_params()
         return est
 
-    def _fit_user_means(self, U):
-        n, d = U.shape
+    def _prepare(self, n_users, n_features):
+        """Choose the method (public values only) and build the delegate."""
         if self.method == "auto":
             method, reason = choose_mean_method(
-                n, d, self.epsilon, self.delta, bound=self.bound,
+                n_users, n_features, self.epsilon, self.delta, bounds=self.bounds,
                 radius=self.radius, center=self.center,
                 samples_per_user=self.samples_per_user,
                 moment_order=self.moment_order, moment_bound=self.moment_bound)
+            if HOPELESS in reason:
+                warnings.warn(
+                    f"UserMeanEstimator: {reason}. Expect an error comparable to "
+                    "the box; declare a radius (few-users estimator) or use more "
+                    "users or a larger epsilon.", AccuracyWarning, stacklevel=4)
         else:
             method, reason = self.method, "chosen by the user"
-        est = self._delegate(method)
-        mean, loss = est._fit_user_means(U)
+        self._delegate_, self._method, self._reason = (self._delegate(method), method,
+                                                       reason)
+
+    def _needs_bounds(self):
+        return self._delegate_._needs_bounds()
+
+    def _zcdp_accounting(self, n_users, n_features):
+        return self._delegate_._zcdp_accounting(n_users, n_features)
+
+    def _fit_user_means(self, U, budget):
+        n, d = U.shape
+        est = self._delegate_
+        del self._delegate_
+        mean, loss = est._fit_user_means(U, budget)
         # the delegate, fitted (its own attributes: radii_, garbage_, tau_...)
         est.n_features_in_ = d
-        est._set_fitted(mean, n, loss)
-        self.estimator_, self.method_, self.reason_ = est, method, reason
+        full = loss if budget.bounds_loss is None else compose(budget.bounds_loss, loss)
+        est._set_fitted(mean, n, full)
+        est.bounds_ = None if budget.lower is None else (budget.lower, budget.upper)
+        self.estimator_, self.method_, self.reason_ = est, self._method, self._reason
         return mean, loss

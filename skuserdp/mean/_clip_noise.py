@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.utils._param_validation import Interval, Real
 
-from ..base import UserLevelMeanEstimator
+from ..base import BOUNDS_CONSTRAINTS, UserLevelMeanEstimator
 from ..mechanisms import (
     add_noise,
     calibrate_discrete_gaussian,
@@ -274,12 +274,19 @@ class ClipNoiseMeanEstimator(UserLevelMeanEstimator):
     ----------
     {epsilon}
     {delta}
-    radius : float, default=1.0
+    {bounds}
+        Used for what is not declared below: ``center`` defaults to the
+        box's midpoint and ``radius`` to its half-diagonal. With both
+        ``radius`` and ``center`` declared, no box is needed or learned.
+    {bounds_share}
+    radius : float, default=None
         Public ℓ2 radius of the per-user means around ``center``: users whose
         mean lies farther away are pulled onto the ball (bias, no privacy
-        cost). Noise grows linearly with it. Must not be computed from the
-        private data.
-    {center}
+        cost). Noise grows linearly with it. ``None``: the half-diagonal of
+        ``bounds``. Must not be computed from the private data.
+    center : float or array-like of shape (n_features,), default=None
+        Public centre of the clipping ball; ``None``: the midpoint of
+        ``bounds``. Must not be computed from the private data.
     {calibration}
         Here ``"paper"`` is the classical Gaussian mechanism
         σ = Δ√(2 ln(1.25/δ))/ε (Dwork & Roth 2014, Thm A.1), proven only for
@@ -291,11 +298,14 @@ class ClipNoiseMeanEstimator(UserLevelMeanEstimator):
     ----------
     mean_ : ndarray of shape (n_features,)
         The private user-level mean.
+    bounds_ : tuple (lower, upper) or None
+        The box used (declared, or learned privately); ``None`` when a
+        clipping ball was declared.
     n_users_ : int
         Number of users seen in ``fit``.
     epsilon_ : float
-        ε actually spent (``<= epsilon``). For δ > 0 it is the optimal
-        conversion of ``rho_`` at ``delta_``.
+        ε actually spent (``<= epsilon``), the bounds step included. For
+        δ > 0 it is the optimal conversion of ``rho_`` at ``delta_``.
     delta_ : float
         δ actually spent.
     rho_ : float
@@ -320,42 +330,65 @@ class ClipNoiseMeanEstimator(UserLevelMeanEstimator):
 
     Examples
     --------
+    >>> import numpy as np
     >>> from skuserdp.datasets import make_user_samples
     >>> from skuserdp.mean import ClipNoiseMeanEstimator
     >>> X, groups, true_mean = make_user_samples(n_users=2000, n_features=3,
     ...                                          mean=0.5, random_state=0)
     >>> est = ClipNoiseMeanEstimator(epsilon=1.0, delta=1e-6, radius=3.0,
-    ...                              random_state=0).fit(X, groups=groups)
+    ...                              center=0.0, random_state=0)
+    >>> est = est.fit(X, groups=groups)
     >>> est.n_users_, est.epsilon_ <= 1.0
     (2000, True)
     >>> est.mean_.round(1)
     array([0.5, 0.5, 0.5])
+
+    With nothing declared, the box is learned privately (part of the budget):
+
+    >>> est = ClipNoiseMeanEstimator(random_state=0).fit(100 + X, groups=groups)
+    >>> bool(np.abs(est.mean_ - 100.5).max() < 1.0), est.epsilon_ <= 1.0
+    (True, True)
     """
 
     _parameter_constraints: dict = {
         **UserLevelMeanEstimator._parameter_constraints,
-        "radius": [Interval(Real, 0, None, closed="neither")],
+        **BOUNDS_CONSTRAINTS,
+        "radius": [None, Interval(Real, 0, None, closed="neither")],
         "center": [None, Real, "array-like"],
     }
 
-    def __init__(self, epsilon=1.0, delta=1e-6, *, radius=1.0, center=None,
-                 calibration="tight", random_state=None, n_jobs=None):
+    def __init__(self, epsilon=1.0, delta=1e-6, *, bounds="auto", bounds_share=None,
+                 radius=None, center=None, calibration="tight", random_state=None,
+                 n_jobs=None):
         self.epsilon = epsilon
         self.delta = delta
+        self.bounds = bounds
+        self.bounds_share = bounds_share
         self.radius = radius
         self.center = center
         self.calibration = calibration
         self.random_state = random_state
         self.n_jobs = n_jobs
 
-    def _fit_user_means(self, U):
+    def _needs_bounds(self):
+        return self.radius is None or self.center is None
+
+    def _zcdp_accounting(self, n_users, n_features):
+        return self.delta > 0
+
+    def _fit_user_means(self, U, budget):
+        d = U.shape[1]
+        center = (budget.midpoint if self.center is None
+                  else check_center(self.center, d))
+        radius = (float(np.linalg.norm(budget.half_width)) if self.radius is None
+                  else self.radius)
         return clip_noise_mean(
             U,
-            epsilon=self.epsilon,
-            delta=self.delta,
-            radius=self.radius,
-            center=self.center,
+            epsilon=budget.epsilon,
+            delta=budget.delta,
+            radius=radius,
+            center=center,
             calibration=self.calibration,
-            random_state=self.random_state,
+            random_state=budget.random_state,
             n_jobs=self.n_jobs,
         )

@@ -52,11 +52,11 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ..base import UserLevelMeanEstimator
+from ..base import BOUNDS_CONSTRAINTS, UserLevelMeanEstimator
 from ..privacy import ZCDP, compose, split_zcdp_shares, zcdp_rho_for
 from ..utils._docstrings import fill_doc
 from ..utils._random import make_seed_sequence
-from ..utils._validation import check_bound, check_center
+
 from ._clip_noise import clip_noise_from_plan, plan_clip_noise
 
 __all__ = ["CoinPressPlan", "plan_coinpress", "coinpress_mean",
@@ -308,13 +308,11 @@ class CoinPressMeanEstimator(UserLevelMeanEstimator):
     delta : float, default=1e-6
         Failure probability δ of the user-level guarantee, in ``(0, 1)``
         (the releases compose in zCDP). Choose δ well below ``1 / n_users``.
-    bound : float or array-like of shape (n_features,), default=1.0
-        Public box ``[-bound, bound]^d`` that contains the users' mean (it
-        may be very loose: the cost is a few shrinking steps, not noise).
-    center : float or array-like of shape (n_features,), default=None
-        Public first guess of the mean (``None`` is the origin); the first
-        ball is centred there and contains the box. Must not be computed
-        from the private data.
+    {bounds}
+        It may be very loose: the cost is a few shrinking steps, not noise.
+        The first ball is centred at its midpoint and contains it; every
+        released centre is projected onto it.
+    {bounds_share}
     radius : float or None, default=None
         Public ℓ2 radius of the users' means around their mean, if known
         (CoinPress's own setting: every ball is widened by it and shrinks
@@ -352,6 +350,8 @@ class CoinPressMeanEstimator(UserLevelMeanEstimator):
     ----------
     mean_ : ndarray of shape (n_features,)
         The private user-level mean.
+    bounds_ : tuple (lower, upper)
+        The box used (declared, or learned privately).
     radii_ : ndarray of shape (n_steps,)
         The clipping radius of every centre release (functions of public
         values and earlier releases, so public).
@@ -406,7 +406,7 @@ class CoinPressMeanEstimator(UserLevelMeanEstimator):
     >>> from skuserdp.mean import CoinPressMeanEstimator
     >>> X, groups, true_mean = make_user_samples(n_users=2000, n_features=3,
     ...                                          mean=0.5, random_state=0)
-    >>> est = CoinPressMeanEstimator(epsilon=1.0, delta=1e-6, bound=100.0,
+    >>> est = CoinPressMeanEstimator(epsilon=1.0, delta=1e-6, bounds=(-100, 100),
     ...                              random_state=0).fit(X, groups=groups)
     >>> est.mean_.round(1), est.epsilon_ <= 1.0
     (array([0.5, 0.5, 0.5]), True)
@@ -417,8 +417,7 @@ class CoinPressMeanEstimator(UserLevelMeanEstimator):
     _parameter_constraints: dict = {
         **UserLevelMeanEstimator._parameter_constraints,
         "delta": [Interval(Real, 0, 1, closed="neither")],
-        "bound": [Interval(Real, 0, None, closed="neither"), "array-like"],
-        "center": [None, Real, "array-like"],
+        **BOUNDS_CONSTRAINTS,
         "radius": [None, Interval(Real, 0, None, closed="neither")],
         "n_steps": [Interval(Integral, 1, None, closed="left")],
         "final_share": [Interval(Real, 0, 1, closed="right")],
@@ -429,14 +428,14 @@ class CoinPressMeanEstimator(UserLevelMeanEstimator):
         "calibration": [StrOptions({"tight"})],
     }
 
-    def __init__(self, epsilon=1.0, delta=1e-6, *, bound=1.0, center=None,
+    def __init__(self, epsilon=1.0, delta=1e-6, *, bounds="auto", bounds_share=None,
                  radius=None, n_steps=8, final_share=0.75, spread_share=0.3,
                  scale_factor=1.2, final_scale_factor=None, beta=0.01,
                  calibration="tight", random_state=None, n_jobs=None):
         self.epsilon = epsilon
         self.delta = delta
-        self.bound = bound
-        self.center = center
+        self.bounds = bounds
+        self.bounds_share = bounds_share
         self.radius = radius
         self.n_steps = n_steps
         self.final_share = final_share
@@ -448,14 +447,16 @@ class CoinPressMeanEstimator(UserLevelMeanEstimator):
         self.random_state = random_state
         self.n_jobs = n_jobs
 
-    def _fit_user_means(self, U):
+    def _zcdp_accounting(self, n_users, n_features):
+        return True
+
+    def _fit_user_means(self, U, budget):
         n, d = U.shape
-        bound = check_bound(self.bound, d)
-        center = check_center(self.center, d)
-        # the first ball: around the guess, through the box's farthest corner
-        radius0 = float(np.linalg.norm(np.abs(center) + bound))
+        # the first ball: around the box's midpoint, through its corners
+        center = budget.midpoint
+        radius0 = float(np.linalg.norm(budget.half_width))
         plan = plan_coinpress(
-            n, d, budget=ZCDP(zcdp_rho_for(self.epsilon, self.delta)),
+            n, d, budget=ZCDP(zcdp_rho_for(budget.epsilon, budget.delta)),
             n_steps=self.n_steps, final_share=self.final_share,
             spread_share=self.spread_share,
             declared_spread=self.radius is not None)
@@ -463,6 +464,6 @@ class CoinPressMeanEstimator(UserLevelMeanEstimator):
             U, plan, center=center, radius0=radius0, spread=self.radius,
             scale_factor=self.scale_factor,
             final_scale_factor=self.final_scale_factor, beta=self.beta,
-            box=(-bound, bound),
-            random_state=self.random_state, n_jobs=self.n_jobs)
+            box=(budget.lower, budget.upper),
+            random_state=budget.random_state, n_jobs=self.n_jobs)
         return mean, plan.loss

@@ -233,8 +233,10 @@ class FewUsersBallEstimator(UserLevelMeanEstimator):
     delta : float, default=1e-6
         Failure probability δ of the user-level guarantee, in ``(0, 1)``; the
         method needs δ > 0 and about ``8 ln(1/δ)/ε`` users.
-    radius : float, default=1.0
-        Public concentration radius. With ``samples_per_user`` it is the
+    radius : float, default=None
+        Public concentration radius, required (``fit`` raises without it:
+        there is no safe default, and a radius learned from a box would make
+        the error bound as large as the box). With ``samples_per_user`` it is the
         per-row radius r (``E‖X − μ‖² ≤ r²``, e.g. ``σ√d`` for Gaussian rows
         or the support radius) and the user means are promised within
         ``10r/√m``; without it, ``radius`` is directly the radius around an
@@ -352,7 +354,7 @@ class FewUsersBallEstimator(UserLevelMeanEstimator):
     _parameter_constraints: dict = {
         **UserLevelMeanEstimator._parameter_constraints,
         "delta": [Interval(Real, 0, 1, closed="neither")],
-        "radius": [Interval(Real, 0, None, closed="neither")],
+        "radius": [None, Interval(Real, 0, None, closed="neither")],
         "samples_per_user": [None, Interval(Integral, 1, None, closed="left")],
         "alpha": [Interval(Real, 0, 1, closed="neither")],
         "robustness": [Interval(Real, 0, 0.5, closed="neither")],
@@ -360,7 +362,7 @@ class FewUsersBallEstimator(UserLevelMeanEstimator):
         "fallback": [None, Real, "array-like"],
     }
 
-    def __init__(self, epsilon=1.0, delta=1e-6, *, radius=1.0, samples_per_user=None,
+    def __init__(self, epsilon=1.0, delta=1e-6, *, radius=None, samples_per_user=None,
                  alpha=0.1, robustness=0.25, method="auto", calibration="tight",
                  fallback=None, random_state=None, n_jobs=None):
         self.epsilon = epsilon
@@ -375,13 +377,19 @@ class FewUsersBallEstimator(UserLevelMeanEstimator):
         self.random_state = random_state
         self.n_jobs = n_jobs
 
-    def _fit_user_means(self, U):
+    def _fit_user_means(self, U, budget):
+        if self.radius is None:
+            raise ValueError(
+                f"{type(self).__name__} needs a public radius= of the users' means "
+                "(or, with samples_per_user=, of the rows): it is public knowledge "
+                "(a physical limit, a codebook range), never read off the data. "
+                "Without one, use UserMeanEstimator (it learns a box privately).")
         fallback = check_center(self.fallback, U.shape[1], name="fallback")
         location, loss, info = few_users_mean(
-            U, epsilon=self.epsilon, delta=self.delta, radius=self.radius,
+            U, epsilon=budget.epsilon, delta=budget.delta, radius=self.radius,
             samples_per_user=self.samples_per_user, alpha=self.alpha,
             robustness=self.robustness, method=self.method,
-            calibration=self.calibration, random_state=self.random_state,
+            calibration=self.calibration, random_state=budget.random_state,
             n_jobs=self.n_jobs,
         )
         self.garbage_ = location is None

@@ -10,9 +10,11 @@ estimator.
 
 import warnings
 
+import numpy as np
+
 from sklearn.utils._param_validation import Integral, Interval, Real, StrOptions
 
-from ..base import UserLevelMeanEstimator
+from ..base import BOUNDS_CONSTRAINTS, UserLevelMeanEstimator
 from ..utils._docstrings import fill_doc
 from ._person_level import person_level_mean, person_level_mean_per_feature
 from ._person_level_pure import person_level_mean_pure
@@ -35,7 +37,7 @@ class ThreadedClipNoiseEstimator(UserLevelMeanEstimator):
     (``∝ ρ^{−(k−1)}``) against the noise (``∝ ρ/(nε)``). With one feature
     the one-dimensional estimator (Theorem 3.14: a quarter of the users for
     the coarse step, the rest for one clip-and-noise) is used instead; with
-    ``delta=0`` it is pure ε-DP and needs a public ``bound`` on the mean.
+    ``delta=0`` it is pure ε-DP.
 
     {user_level_note}
 
@@ -43,28 +45,31 @@ class ThreadedClipNoiseEstimator(UserLevelMeanEstimator):
     ----------
     {epsilon}
     delta : float, default=1e-6
-        Failure probability δ, in ``[0, 1)``. ``0`` gives pure ε-DP (needs
-        ``bound``).
+        Failure probability δ, in ``[0, 1)``. ``0`` gives pure ε-DP.
     moment_order : float, default=2.0
         Public k ≥ 2: every direction of the samples has a bounded k-th
         central moment. A larger k is a stronger assumption (less clipping
         bias); k = 2 (bounded variance) is always safe.
-    moment_bound : float, default=1.0
+    moment_bound : float, default=None
         Public M: ``(E|⟨X − μ, v⟩|^k)^{1/k} ≤ M`` for every unit v.
+        Required (``fit`` raises without it): it sets every clipping radius,
+        and the only bound derivable from a box (its diagonal) is so loose
+        that the estimate is useless.
     samples_per_user : int
         Public minimum number of rows per user m (required: it sets every
         radius and is never read off the data).
     n_threads : "auto" or int, default="auto"
         Number of threaded layers; ``"auto"`` from the paper's recursion
         (one layer unless d is very large compared with m).
-    bound : float, default=None
-        Public bound R on every ``|μ_j|``. Needed when ``delta=0``; with
-        ``delta > 0`` and several features it is optional and, when given,
-        Algorithm 4's coarse step (tight calibration) searches ``[−R, R]`` per
-        coordinate with
+    {bounds}
+        The data are centred at its midpoint and the paper's bound R on
+        every ``|μ_j|`` is its largest half-width: the pure-DP routes search
+        ``[−R, R]``, and with ``delta > 0`` and several features Algorithm
+        4's coarse step (tight calibration) searches it per coordinate with
         the exact exponential mechanism, which needs far fewer users than
         the threshold of the unbounded stability histogram (measured 1.4–1.6×
         more accurate at n = 2000, d = 10; ``benchmarks/README.md``).
+    {bounds_share}
     method : {"auto", "pure"}, default="auto"
         ``"auto"``: Algorithm 4 (δ > 0, several features), the 1-D estimator
         (δ > 0, one feature) or the 1-D estimator per feature with ε/d
@@ -85,6 +90,8 @@ class ThreadedClipNoiseEstimator(UserLevelMeanEstimator):
     ----------
     mean_ : ndarray of shape (n_features,)
         The private mean.
+    bounds_ : tuple (lower, upper)
+        The box used (declared, or learned privately).
     radii_ : list of float
         Public clipping radii of the threaded layers and, last, of the final
         stage (the 1-D routes: one fine radius; ``method="pure"``: the
@@ -131,36 +138,47 @@ class ThreadedClipNoiseEstimator(UserLevelMeanEstimator):
     _parameter_constraints: dict = {
         **UserLevelMeanEstimator._parameter_constraints,
         "moment_order": [Interval(Real, 2, None, closed="left")],
-        "moment_bound": [Interval(Real, 0, None, closed="neither")],
+        "moment_bound": [None, Interval(Real, 0, None, closed="neither")],
         "samples_per_user": [Interval(Integral, 1, None, closed="left")],
         "n_threads": [StrOptions({"auto"}), Interval(Integral, 1, None, closed="left")],
-        "bound": [None, Interval(Real, 0, None, closed="neither")],
+        **BOUNDS_CONSTRAINTS,
         "method": [StrOptions({"auto", "pure"})],
     }
     _min_users = 3
 
-    def __init__(self, epsilon=1.0, delta=1e-6, *, moment_order=2.0, moment_bound=1.0,
-                 samples_per_user=1, n_threads="auto", bound=None, method="auto",
-                 calibration="tight", random_state=None, n_jobs=None):
+    def __init__(self, epsilon=1.0, delta=1e-6, *, moment_order=2.0,
+                 moment_bound=None, samples_per_user=1, n_threads="auto",
+                 bounds="auto", bounds_share=None, method="auto", calibration="tight",
+                 random_state=None, n_jobs=None):
         self.epsilon = epsilon
         self.delta = delta
         self.moment_order = moment_order
         self.moment_bound = moment_bound
         self.samples_per_user = samples_per_user
         self.n_threads = n_threads
-        self.bound = bound
+        self.bounds = bounds
+        self.bounds_share = bounds_share
         self.method = method
         self.calibration = calibration
         self.random_state = random_state
         self.n_jobs = n_jobs
 
-    def _fit_user_means(self, U):
-        n, d = U.shape
-        if self.delta == 0 and self.bound is None:
+    def _prepare(self, n_users, n_features):
+        if self.moment_bound is None:
             raise ValueError(
-                "delta=0 needs a public bound R on |mean| (bound=...): the "
-                "pure-DP coarse step searches [-R, R]."
-            )
+                f"{type(self).__name__} needs a public moment_bound= (M, with "
+                "moment_order= k: every direction of the rows has (E|<x - mu, "
+                "v>|^k)^(1/k) <= M). It is public knowledge, never read off the "
+                "data; without one, use UserMeanEstimator or CoinPressMeanEstimator.")
+
+    def _fit_user_means(self, U, budget):
+        n, d = U.shape
+        eps, delta = budget.epsilon, budget.delta
+        # centre the data at the box's midpoint: the paper's bound R on |mu_j|
+        mid = budget.midpoint
+        bound = float(np.max(budget.half_width))
+        U = U - mid
+        moment_bound = self.moment_bound
         if self.method == "pure":
             if self.delta != 0:
                 raise ValueError(
@@ -173,31 +191,31 @@ class ThreadedClipNoiseEstimator(UserLevelMeanEstimator):
                     "method='auto' (one pure 1-D estimate per feature) or delta > 0."
                 )
             mean, loss, info = person_level_mean_pure(
-                U, epsilon=self.epsilon, bound=self.bound,
-                moment_bound=self.moment_bound, samples_per_user=self.samples_per_user,
+                U, epsilon=eps, bound=bound,
+                moment_bound=moment_bound, samples_per_user=self.samples_per_user,
                 moment_order=self.moment_order, calibration=self.calibration,
-                random_state=self.random_state, n_jobs=self.n_jobs)
+                random_state=budget.random_state, n_jobs=self.n_jobs)
             self.radii_ = [info["rho"]]
-            return mean, loss
+            return mid + mean, loss
         if d == 1 or self.delta == 0:
             # One feature, or pure DP: the 1-D pipeline per feature with ε/d
             # (basic composition; d = 1 spends ε).
             mean, loss, info = person_level_mean_per_feature(
-                U, epsilon=self.epsilon, delta=self.delta, bound=self.bound,
-                moment_order=self.moment_order, moment_bound=self.moment_bound,
+                U, epsilon=eps, delta=delta, bound=bound,
+                moment_order=self.moment_order, moment_bound=moment_bound,
                 samples_per_user=self.samples_per_user, calibration=self.calibration,
-                random_state=self.random_state)
+                random_state=budget.random_state)
             self.radii_ = [info["radius"]]
-            return mean, loss
+            return mid + mean, loss
         if self.delta >= 1.0 / n:
             warnings.warn(
                 f"delta={self.delta:g} is not below 1/n_users = {1 / n:.3g}: the "
                 "guarantee allows releasing a user's data outright.",
                 UserWarning, stacklevel=3)
         mean, loss, info = person_level_mean(
-            U, epsilon=self.epsilon, delta=self.delta, moment_order=self.moment_order,
-            moment_bound=self.moment_bound, samples_per_user=self.samples_per_user,
-            n_threads=self.n_threads, bound=self.bound, calibration=self.calibration,
-            random_state=self.random_state)
+            U, epsilon=eps, delta=delta, moment_order=self.moment_order,
+            moment_bound=moment_bound, samples_per_user=self.samples_per_user,
+            n_threads=self.n_threads, bound=bound, calibration=self.calibration,
+            random_state=budget.random_state)
         self.radii_ = list(info["radii"]) + [info["final_radius"]]
-        return mean, loss
+        return mid + mean, loss

@@ -14,7 +14,7 @@ import warnings
 import numpy as np
 from sklearn.utils._param_validation import Integral, Interval, Real, StrOptions
 
-from ..base import UserLevelMeanEstimator
+from ..base import BOUNDS_CONSTRAINTS, UserLevelMeanEstimator
 from ..exceptions import AccuracyWarning
 from ..privacy import (
     ZCDP,
@@ -347,10 +347,10 @@ class WinsorizedMeanEstimator(UserLevelMeanEstimator):
           reported spend). With too few users to locate the spread
           (``⌊n/2⌋·ε_τ < 8 ln(61/γ)``, a public rule) nothing is spent on it
           and ``tau_`` is the public bound ``‖bound‖₂``.
-    bound : float or array-like of shape (n_features,), default=1.0
-        Public box ``[-bound, bound]^d`` of the data; user means outside it
-        are clipped to it, and the released mean lies in it. Only enters the
-        accuracy logarithmically (number of bins).
+    {bounds}
+        User means outside it are clipped to it, and the released mean lies
+        in it. Only enters the accuracy logarithmically (number of bins).
+    {bounds_share}
     samples_per_user : int, default=None
         Public minimum number of rows per user, for ``tau="bounded"`` or
         ``"sub_gaussian"``. Must be known without looking at the data.
@@ -386,6 +386,8 @@ class WinsorizedMeanEstimator(UserLevelMeanEstimator):
     ----------
     mean_ : ndarray of shape (n_features,)
         The private user-level mean.
+    bounds_ : tuple (lower, upper)
+        The box used (declared, or learned privately).
     tau_ : float
         The concentration radius used (public, from a rule, or the private
         estimate, which is itself a private output).
@@ -438,7 +440,7 @@ class WinsorizedMeanEstimator(UserLevelMeanEstimator):
     >>> X, groups, true_mean = make_user_samples(n_users=2000, n_features=3,
     ...                                          mean=0.5, random_state=0)
     >>> est = WinsorizedMeanEstimator(epsilon=1.0, delta=1e-6, tau=3.0,
-    ...                               bound=100.0, random_state=0)
+    ...                               bounds=(-100, 100), random_state=0)
     >>> est = est.fit(X, groups=groups)
     >>> est.n_users_, est.epsilon_ <= 1.0
     (2000, True)
@@ -449,20 +451,22 @@ class WinsorizedMeanEstimator(UserLevelMeanEstimator):
     _parameter_constraints: dict = {
         **UserLevelMeanEstimator._parameter_constraints,
         "tau": [Interval(Real, 0, None, closed="neither"), StrOptions(set(TAU_RULES))],
-        "bound": [Interval(Real, 0, None, closed="neither"), "array-like"],
+        **BOUNDS_CONSTRAINTS,
         "samples_per_user": [None, Interval(Integral, 1, None, closed="left")],
         "sub_gaussian_sigma": [None, Interval(Real, 0, None, closed="neither")],
         "tau_share": [Interval(Real, 0, 1, closed="neither")],
         "gamma": [Interval(Real, 0, 1, closed="neither")],
     }
 
-    def __init__(self, epsilon=1.0, delta=0.0, *, tau="auto", bound=1.0,
-                 samples_per_user=None, sub_gaussian_sigma=None, tau_share=0.1,
+    def __init__(self, epsilon=1.0, delta=0.0, *, tau="auto", bounds="auto",
+                 bounds_share=None, samples_per_user=None, sub_gaussian_sigma=None,
+                 tau_share=0.1,
                  gamma=0.01, calibration="tight", random_state=None, n_jobs=None):
         self.epsilon = epsilon
         self.delta = delta
         self.tau = tau
-        self.bound = bound
+        self.bounds = bounds
+        self.bounds_share = bounds_share
         self.samples_per_user = samples_per_user
         self.sub_gaussian_sigma = sub_gaussian_sigma
         self.tau_share = tau_share
@@ -471,20 +475,22 @@ class WinsorizedMeanEstimator(UserLevelMeanEstimator):
         self.random_state = random_state
         self.n_jobs = n_jobs
 
-    def _fit_user_means(self, U):
+    def _fit_user_means(self, U, budget):
+        # the box is centred at the origin for the pure core
+        mid = budget.midpoint
         mean, loss, plan = _winsorized_mean(
-            U,
-            epsilon=self.epsilon,
-            delta=self.delta,
+            U - mid,
+            epsilon=budget.epsilon,
+            delta=budget.delta,
             tau=self.tau,
-            bound=self.bound,
+            bound=budget.half_width,
             samples_per_user=self.samples_per_user,
             sub_gaussian_sigma=self.sub_gaussian_sigma,
             tau_share=self.tau_share,
             gamma=self.gamma,
             calibration=self.calibration,
-            random_state=self.random_state,
+            random_state=budget.random_state,
             n_jobs=self.n_jobs,
         )
         self.tau_, self.route_ = plan.tau, plan.route
-        return mean, loss
+        return mid + mean, loss

@@ -46,6 +46,24 @@ n_jobs : int, default=None
 center : float or array-like of shape (n_features,), default=None
     Public centre of the clipping ball; ``None`` is the origin. Must not be
     computed from the private data.""",
+    "bounds": """\
+bounds : "auto" or tuple (lower, upper), default="auto"
+    Public box containing the users' means, in the units of ``X``:
+    ``lower`` and ``upper`` are floats (broadcast to every feature) or
+    arrays of shape (n_features,). Declare it when you know it publicly
+    (a codebook range, a physical limit): it costs nothing. ``"auto"``
+    learns it privately from ``bounds_share`` of the budget (per feature,
+    a private median ``t`` and spread ``s`` of the users' means, box
+    ``t ± 4s``; see :func:`skuserdp.mechanisms.private_bounds`); the spend
+    is included in ``epsilon_``. With too few users for that step an
+    :class:`~skuserdp.exceptions.AccuracyWarning` is raised. Never computed
+    from the data without privacy.""",
+    "bounds_share": """\
+bounds_share : float, default=None
+    Share of the budget spent learning ``bounds="auto"``: of ρ when the
+    release is accounted in zCDP (``None``: 0.1), of ε otherwise (basic
+    composition of the ``2·n_features`` releases; ``None``: 0.25). Unused
+    with declared bounds.""",
     "groups": """\
 groups : array-like of shape (n_samples,), default=None
     User id of every row (any hashable labels; a pandas Series is fine). This

@@ -2,9 +2,13 @@
 
 skuserdp has one vocabulary for public knowledge, used by every estimator:
 
+``bounds``
+    ``(lower, upper)``: a public box in the units of ``X`` (scalars
+    broadcast to every feature). Estimators clip to it; ``"auto"`` learns it
+    privately from a documented share of the budget, charged to the fit.
 ``bound``
-    Public bound on every coordinate of a row: rows live in
-    ``[-bound, bound]^d``; rows outside are clipped to it.
+    (pure functions only) public bound on every coordinate:
+    ``[-bound, bound]^d``.
 ``radius``
     An ℓ2 radius. Each estimator's docstring says of what (e.g. of per-user
     means around ``center``).
@@ -15,15 +19,16 @@ skuserdp has one vocabulary for public knowledge, used by every estimator:
 ``moment_order`` and ``moment_bound``
     A public bound ``moment_bound`` on the ``moment_order``-th central moment.
 
-None of these is ever filled in from the data: a value computed from private
-data would silently void the privacy guarantee.
+None of these is ever filled in from the data without privacy: a value
+computed from private data would silently void the guarantee, so the only
+data-dependent box is the privately learned ``bounds="auto"``.
 """
 
 import numbers
 
 import numpy as np
 
-__all__ = ["check_center", "check_bound", "check_positive_scalar"]
+__all__ = ["check_center", "check_bound", "check_bounds", "check_positive_scalar"]
 
 
 def check_positive_scalar(value, name):
@@ -97,3 +102,52 @@ def check_bound(bound, n_features):
     if not (np.isfinite(b).all() and (b > 0).all()):
         raise ValueError("bound must be finite and > 0 in every coordinate.")
     return b
+
+
+def check_bounds(bounds, n_features, name="bounds"):
+    """Validate a public box ``(lower, upper)`` (scalars broadcast).
+
+    Parameters
+    ----------
+    bounds : tuple of (float or array-like of shape (n_features,))
+        The box in the units of ``X``; ``lower < upper`` in every
+        coordinate, both finite.
+    n_features : int
+        Number of features of ``X``.
+    name : str, default="bounds"
+        Parameter name used in error messages.
+
+    Returns
+    -------
+    lower, upper : ndarray of shape (n_features,)
+        New float64 arrays (never the caller's).
+
+    Examples
+    --------
+    >>> from skuserdp.utils._validation import check_bounds
+    >>> check_bounds((0, [1.0, 2.0]), 2)
+    (array([0., 0.]), array([1., 2.]))
+    """
+    msg = (f"{name} must be 'auto' or a pair (lower, upper) of floats or arrays "
+           f"of shape ({n_features},) in the units of X")
+    if isinstance(bounds, str) or not hasattr(bounds, "__len__") or len(bounds) != 2:
+        raise ValueError(f"{msg}; got {bounds!r}.")
+    out = []
+    for part in bounds:
+        try:
+            a = np.array(part, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"{msg}; got {bounds!r}.") from exc
+        if a.ndim == 0:
+            a = np.full(n_features, float(a))
+        if a.shape != (n_features,):
+            raise ValueError(f"{msg}; got a part of shape {a.shape}.")
+        out.append(a)
+    lower, upper = out
+    if not (np.isfinite(lower).all() and np.isfinite(upper).all()):
+        raise ValueError(f"{name} must be finite.")
+    if not (lower < upper).all():
+        bad = np.flatnonzero(~(lower < upper))[:10].tolist()
+        raise ValueError(f"{name}: lower < upper is needed in every feature; "
+                         f"it fails for feature(s) {bad}.")
+    return lower, upper

@@ -45,21 +45,21 @@ def test_shrink_ratio_is_the_documented_formula():
 
 @pytest.mark.parametrize("n, d, delta, knowledge, expected", [
     # many users, only a box
-    (1000, 10, 1e-6, dict(bound=100.0), "coinpress"),
+    (1000, 10, 1e-6, dict(bounds=(-100.0, 100.0)), "coinpress"),
     # many users: the box wins over a declared radius too
-    (1000, 10, 1e-6, dict(bound=100.0, radius=4.0), "coinpress"),
+    (1000, 10, 1e-6, dict(bounds=(-100.0, 100.0), radius=4.0), "coinpress"),
     # few users for the dimension
-    (100, 100, 1e-6, dict(bound=100.0, radius=7.0), "few_users"),
+    (100, 100, 1e-6, dict(bounds=(-100.0, 100.0), radius=7.0), "few_users"),
     (100, 100, 1e-6, dict(radius=7.0, center=0.0), "clip_noise"),
-    (100, 100, 1e-6, dict(bound=100.0), "coinpress"),
+    (100, 100, 1e-6, dict(bounds=(-100.0, 100.0)), "coinpress"),
     (1000, 10, 1e-6, dict(radius=4.0), "few_users"),
     # pure DP
-    (1000, 10, 0.0, dict(bound=5.0), "winsorized"),
-    (1000, 10, 0.0, dict(bound=5.0, radius=3.0), "winsorized"),
-    (1000, 10, 0.0, dict(bound=5.0, radius=3.0, center=0.0), "clip_noise"),
+    (1000, 10, 0.0, dict(bounds=(-5.0, 5.0)), "winsorized"),
+    (1000, 10, 0.0, dict(bounds=(-5.0, 5.0), radius=3.0), "winsorized"),
+    (1000, 10, 0.0, dict(bounds=(-5.0, 5.0), radius=3.0, center=0.0), "clip_noise"),
     # many users, a radius but no box and no location
     (1000, 10, 1e-6, dict(radius=4.0, samples_per_user=5), "few_users"),
-    (1000, 10, 0.0, dict(bound=5.0, moment_order=2.0, moment_bound=1.2,
+    (1000, 10, 0.0, dict(bounds=(-5.0, 5.0), moment_order=2.0, moment_bound=1.2,
                          samples_per_user=5), "threaded"),
 ])
 def test_rule_table(n, d, delta, knowledge, expected):
@@ -70,7 +70,7 @@ def test_rule_table(n, d, delta, knowledge, expected):
 def test_rule_threshold_is_where_the_ratio_crosses():
     d, eps, delta = 10, 1.0, 1e-6
     ns = np.unique(np.geomspace(20, 2000, 60).astype(int))
-    picks = [choose_mean_method(n, d, eps, delta, bound=1.0, radius=1.0)[0]
+    picks = [choose_mean_method(n, d, eps, delta, bounds=(-1.0, 1.0), radius=1.0)[0]
              for n in ns]
     ratios = [coinpress_shrink_ratio(n, d, eps, delta) for n in ns]
     for p, r in zip(picks, ratios):
@@ -96,18 +96,19 @@ def test_rule_sees_only_public_scalars(monkeypatch):
 
     monkeypatch.setattr(auto, "choose_mean_method", spy)
     X, groups, _ = make_user_samples(n_users=300, n_features=4, random_state=0)
-    UserMeanEstimator(epsilon=0.5, bound=100.0, radius=2.0,
+    UserMeanEstimator(epsilon=0.5, bounds=(-100.0, 100.0), radius=2.0,
                       random_state=0).fit(X, groups=groups)
     (args, kwargs), = calls
     assert args == (300, 4, 0.5, 1e-6)
-    assert kwargs == dict(bound=100.0, radius=2.0, center=None,
+    assert kwargs == dict(bounds=(-100.0, 100.0), radius=2.0, center=None,
                           samples_per_user=None, moment_order=None,
                           moment_bound=None)
 
 
 def test_fitted_delegate_and_minimum_users():
     X, groups, _ = make_user_samples(n_users=300, n_features=3, random_state=0)
-    est = UserMeanEstimator(bound=100.0, random_state=0).fit(X, groups=groups)
+    est = UserMeanEstimator(bounds=(-100.0, 100.0), random_state=0)
+    est.fit(X, groups=groups)
     assert isinstance(est.estimator_, CoinPressMeanEstimator)
     np.testing.assert_array_equal(est.estimator_.mean_, est.mean_)
     assert est.estimator_.radii_.shape == (8,)
@@ -115,25 +116,27 @@ def test_fitted_delegate_and_minimum_users():
     # the heavy-tail estimator needs 3 users; so does the dispatcher
     X2 = np.array([[0.0], [1.0], [2.0], [3.0]])
     with pytest.raises(ValueError, match="3"):
-        UserMeanEstimator(delta=0.0, bound=5.0, moment_bound=1.0,
+        UserMeanEstimator(delta=0.0, bounds=(-5.0, 5.0), moment_bound=1.0,
                           samples_per_user=2).fit(X2, groups=[0, 0, 1, 1])
 
 
 def test_per_feature_box_reaches_the_heavy_tail_estimator_as_a_scalar():
     X, groups, _ = make_user_samples(n_users=400, n_features=2,
                                      samples_per_user=5, random_state=0)
-    est = UserMeanEstimator(delta=0.0, bound=[5.0, 7.0], moment_bound=1.2,
+    box = ([-5.0, -7.0], [5.0, 7.0])
+    est = UserMeanEstimator(delta=0.0, bounds=box, moment_bound=1.2,
                             samples_per_user=5, random_state=0)
     est.fit(X, groups=groups)
-    assert est.method_ == "threaded" and est.estimator_.bound == 7.0
+    assert est.method_ == "threaded" and est.estimator_.bounds == box
+    np.testing.assert_array_equal(est.bounds_[1], [5.0, 7.0])
 
 
 def test_no_knowledge_is_an_error():
     X, groups, _ = make_user_samples(n_users=30, n_features=2, random_state=0)
     with pytest.raises(ValueError, match="declare at least"):
-        UserMeanEstimator().fit(X, groups=groups)
-    with pytest.raises(ValueError, match="needs radius"):
-        UserMeanEstimator(method="few_users", bound=5.0).fit(X, groups=groups)
+        choose_mean_method(30, 2, 1.0, 1e-6, bounds=None)
+    with pytest.raises(ValueError, match="needs a public radius"):
+        UserMeanEstimator(method="few_users", bounds=(-5.0, 5.0)).fit(X, groups=groups)
 
 
 def test_choice_does_not_depend_on_the_data():
@@ -141,18 +144,19 @@ def test_choice_does_not_depend_on_the_data():
     for seed, mean in [(0, 0.0), (1, 50.0), (2, -80.0)]:
         X, groups, _ = make_user_samples(n_users=300, n_features=4, mean=mean,
                                          random_state=seed)
-        est = UserMeanEstimator(bound=100.0, radius=2.0, random_state=0)
+        est = UserMeanEstimator(bounds=(-100.0, 100.0), radius=2.0, random_state=0)
         picks.add(est.fit(X, groups=groups).method_)
     assert len(picks) == 1
 
 
 @pytest.mark.parametrize("method, direct, knowledge", [
-    ("coinpress", CoinPressMeanEstimator, dict(bound=20.0)),
+    ("coinpress", CoinPressMeanEstimator, dict(bounds=(-20.0, 20.0))),
     ("clip_noise", ClipNoiseMeanEstimator, dict(radius=3.0, center=0.5)),
-    ("winsorized", WinsorizedMeanEstimator, dict(bound=20.0)),
+    ("winsorized", WinsorizedMeanEstimator, dict(bounds=(-20.0, 20.0))),
     ("few_users", FewUsersBallEstimator, dict(radius=3.0)),
     ("threaded", ThreadedClipNoiseEstimator,
-     dict(moment_order=2.0, moment_bound=1.2, samples_per_user=5, bound=5.0)),
+     dict(moment_order=2.0, moment_bound=1.2, samples_per_user=5,
+          bounds=(-5.0, 5.0))),
 ])
 def test_delegation_reproduces_the_chosen_estimator_exactly(method, direct,
                                                             knowledge):
@@ -175,7 +179,7 @@ def test_audit_clip_noise_path():
     # radius and centre declared, 5 users: the rule picks clip-and-noise.
     X, g, Xp, gp = worst_case_mean_neighbours(5, 1, radius=1.0, rows_per_user=2)
     est = UserMeanEstimator(epsilon=1.0, delta=1e-6, radius=1.0, center=0.0,
-                            bound=1.0)
+                            bounds=(-1.0, 1.0))
     assert est.fit(X, groups=g).method_ == "clip_noise"
     res = audit_estimator(est, X, Xp, groups=g, groups_prime=gp, n_runs=4000,
                           random_state=0)
@@ -185,7 +189,7 @@ def test_audit_clip_noise_path():
 @pytest.mark.slow
 def test_audit_coinpress_path():
     X, g, Xp, gp = worst_case_mean_neighbours(400, 2, radius=1.0, rows_per_user=2)
-    est = UserMeanEstimator(epsilon=0.9, delta=1e-6, bound=1.0)
+    est = UserMeanEstimator(epsilon=0.9, delta=1e-6, bounds=(-1.0, 1.0))
     assert est.fit(X, groups=g).method_ == "coinpress"
     res = audit_estimator(est, X, Xp, groups=g, groups_prime=gp, n_runs=10000,
                           random_state=2)

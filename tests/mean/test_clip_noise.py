@@ -46,7 +46,8 @@ def test_paper_calibration():
                                  random_state=0).fit(X, groups=g)
     assert est.epsilon_ <= 0.5
     with pytest.raises(ValueError, match="epsilon < 1"):
-        ClipNoiseMeanEstimator(epsilon=1.0, calibration="paper").fit(X, groups=g)
+        ClipNoiseMeanEstimator(epsilon=1.0, calibration="paper",
+                               bounds=(-5.0, 5.0)).fit(X, groups=g)
 
 
 # ---------------------------------------------------- noise and sensitivity
@@ -91,7 +92,8 @@ def test_sensitivity_with_the_noise_held_fixed(delta, n_features):
                                               rows_per_user=3)
     X = X * 5  # users far outside the ball are clipped onto it
     Xp = Xp * 5
-    est = ClipNoiseMeanEstimator(epsilon=1.0, delta=delta, radius=1.0, random_state=4)
+    est = ClipNoiseMeanEstimator(epsilon=1.0, delta=delta, radius=1.0, random_state=4,
+                                 center=0.0)
     a = est.fit(X, groups=g).mean_
     b = est.fit(Xp, groups=gp).mean_
     diff = a - b
@@ -126,7 +128,7 @@ def test_warnings_for_missing_groups():
         ClipNoiseMeanEstimator(random_state=0).fit(X)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        ClipNoiseMeanEstimator(random_state=0).fit(X, g, groups=g)
+        ClipNoiseMeanEstimator(bounds=(-5.0, 5.0), random_state=0).fit(X, g, groups=g)
     assert issubclass(YIgnoredWarning, ItemLevelPrivacyWarning)
 
 
@@ -203,7 +205,7 @@ AUDIT_RUNS = {1e-6: 4000, 0.0: 1000}
 @pytest.mark.parametrize("delta", [1e-6, 0.0])
 def test_audit_passes_correct_and_flags_broken_d1(delta, monkeypatch):
     X, g, Xp, gp = worst_case_mean_neighbours(5, 1, radius=1.0, rows_per_user=2)
-    est = ClipNoiseMeanEstimator(epsilon=1.0, delta=delta, radius=1.0)
+    est = ClipNoiseMeanEstimator(epsilon=1.0, delta=delta, radius=1.0, center=0.0)
     ok = audit_estimator(est, X, Xp, groups=g, groups_prime=gp,
                          n_runs=AUDIT_RUNS[delta], random_state=0)
     assert not ok.violation, str(ok)
@@ -222,7 +224,7 @@ def test_audit_passes_correct_and_flags_broken_d1(delta, monkeypatch):
 def test_audit_d8(delta, calibration):
     X, g, Xp, gp = worst_case_mean_neighbours(5, 8, radius=1.0, rows_per_user=2)
     est = ClipNoiseMeanEstimator(epsilon=0.9, delta=delta, radius=1.0,
-                                 calibration=calibration)
+                                 calibration=calibration, center=0.0)
     res = audit_estimator(est, X, Xp, groups=g, groups_prime=gp, n_runs=20000,
                           random_state=1)
     assert not res.violation, str(res)

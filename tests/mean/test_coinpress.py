@@ -204,7 +204,7 @@ def test_tm1_accuracy_with_only_a_loose_bound():
         U = _tm1(100 + seed)
         X = np.repeat(U, 2, axis=0)  # two identical rows per user: same means
         groups = np.repeat(np.arange(len(U)), 2)
-        est = CoinPressMeanEstimator(epsilon=1.0, delta=1e-6, bound=100.0,
+        est = CoinPressMeanEstimator(epsilon=1.0, delta=1e-6, bounds=(-100.0, 100.0),
                                      random_state=seed).fit(X, groups=groups)
         errors.append(np.linalg.norm(est.mean_ - U.mean(axis=0)))
     assert sum(e > 0.1 for e in errors) <= 6, errors
@@ -215,12 +215,13 @@ def test_tm1_accuracy_with_only_a_loose_bound():
 def test_estimator_spend_and_attributes():
     U = _tm1(4, n=300, d=3)
     groups = np.arange(300)
-    est = CoinPressMeanEstimator(epsilon=0.7, delta=1e-7, bound=[5.0, 6.0, 7.0],
-                                 center=1.0, n_steps=3,
-                                 random_state=0).fit(U, groups=groups)
+    half = np.array([5.0, 6.0, 7.0])
+    est = CoinPressMeanEstimator(epsilon=0.7, delta=1e-7,
+                                 bounds=(1.0 - half, 1.0 + half),
+                                 n_steps=3, random_state=0).fit(U, groups=groups)
     assert est.radii_.shape == (3,)
-    # the first ball is centred on the guess and reaches the box's corner
-    assert est.radii_[0] == pytest.approx(np.linalg.norm([6.0, 7.0, 8.0]))
+    # the first ball is centred on the box's midpoint and reaches its corners
+    assert est.radii_[0] == pytest.approx(np.linalg.norm(half))
     assert est.rho_ <= zcdp_rho_for(0.7, 1e-7)
     assert est.epsilon_ <= 0.7 and est.delta_ == 1e-7
     assert est.privacy_loss_ == ZCDP(est.rho_)
@@ -232,7 +233,8 @@ def test_estimator_spend_and_attributes():
     (dict(scale_factor=0.9), "scale_factor"),
     (dict(n_steps=0), "n_steps"),
     (dict(radius=0.0), "radius"),
-    (dict(bound=[1.0, 2.0]), "bound"),
+    (dict(bounds=[1.0, 2.0, 3.0]), "bounds"),
+    (dict(bounds=(2.0, 1.0)), "lower < upper"),
 ])
 def test_bad_parameters_give_clear_errors(params, match):
     X = np.random.default_rng(0).normal(size=(30, 3))
@@ -258,7 +260,7 @@ def test_audit_passes_correct_and_flags_broken_d1(monkeypatch):
     # than 2/n. The audit's neighbours are not the worst case of an adaptive
     # estimator; the exact plan tests above carry the privacy argument.)
     X, g, Xp, gp = worst_case_mean_neighbours(5, 1, radius=1.0, rows_per_user=2)
-    est = CoinPressMeanEstimator(epsilon=1.0, delta=1e-6, bound=1.0, n_steps=2)
+    est = CoinPressMeanEstimator(epsilon=1.0, delta=1e-6, bounds=(-1.0, 1.0), n_steps=2)
     ok = audit_estimator(est, X, Xp, groups=g, groups_prime=gp, n_runs=2000,
                          random_state=0)
     assert not ok.violation, str(ok)
@@ -272,7 +274,7 @@ def test_audit_passes_correct_and_flags_broken_d1(monkeypatch):
 @pytest.mark.parametrize("radius", [None, 0.5])
 def test_audit_default_steps(radius):
     X, g, Xp, gp = worst_case_mean_neighbours(20, 4, radius=1.0, rows_per_user=2)
-    est = CoinPressMeanEstimator(epsilon=0.9, delta=1e-6, bound=1.0,
+    est = CoinPressMeanEstimator(epsilon=0.9, delta=1e-6, bounds=(-1.0, 1.0),
                                  radius=radius)
     res = audit_estimator(est, X, Xp, groups=g, groups_prime=gp, n_runs=10000,
                           random_state=1)

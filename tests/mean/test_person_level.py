@@ -222,7 +222,8 @@ def test_estimator_routes_and_errors():
     X1 = 1.5 + rng.standard_t(5, size=(n * m, 1))
     pure = ThreadedClipNoiseEstimator(epsilon=1.0, delta=0.0, moment_order=4,
                                       moment_bound=T5_SIGMA4, samples_per_user=m,
-                                      bound=10.0, random_state=0).fit(X1, groups=g)
+                                      bounds=(-10.0, 10.0), random_state=0)
+    pure.fit(X1, groups=g)
     assert pure.privacy_loss_ == PureDP(1.0) and len(pure.radii_) == 1
     assert abs(pure.mean_[0] - 1.5) < 0.1
     with pytest.raises(ValueError, match="bound"):
@@ -231,7 +232,7 @@ def test_estimator_routes_and_errors():
     # delta = 0, several features: the 1-D pipeline per feature at eps/d.
     per_feature = ThreadedClipNoiseEstimator(
         epsilon=1.0, delta=0.0, moment_order=4, moment_bound=T5_SIGMA4,
-        samples_per_user=m, bound=10.0, random_state=0).fit(X3, groups=g)
+        samples_per_user=m, bounds=(-10.0, 10.0), random_state=0).fit(X3, groups=g)
     assert per_feature.privacy_loss_.epsilon == pytest.approx(1.0)
     assert isinstance(per_feature.privacy_loss_, PureDP)
     assert np.linalg.norm(per_feature.mean_ - 1.5) < 0.3
@@ -249,8 +250,8 @@ def test_estimator_audit(d, delta):
     from skuserdp.testing import audit_estimator, worst_case_mean_neighbours
     X, g, Xp, gp = worst_case_mean_neighbours(90, d, radius=30.0, rows_per_user=2)
     est = ThreadedClipNoiseEstimator(epsilon=1.0, delta=delta, moment_order=2,
-                                     samples_per_user=2,
-                                     bound=40.0 if delta == 0 else None)
+                                     samples_per_user=2, moment_bound=1.0,
+                                     bounds=(-40.0, 40.0))
     res = audit_estimator(est, X, Xp, groups=g, groups_prime=gp, n_runs=1000,
                           random_state=0)
     assert not res.violation, str(res)
@@ -317,7 +318,8 @@ def test_bounded_coarse_step_audit():
     from skuserdp.testing import audit_estimator, worst_case_mean_neighbours
     X, g, Xp, gp = worst_case_mean_neighbours(90, 4, radius=30.0, rows_per_user=2)
     est = ThreadedClipNoiseEstimator(epsilon=1.0, delta=1e-3, moment_order=2,
-                                     samples_per_user=2, bound=40.0)
+                                     samples_per_user=2, bounds=(-40.0, 40.0),
+                                     moment_bound=1.0)
     res = audit_estimator(est, X, Xp, groups=g, groups_prime=gp, n_runs=1000,
                           random_state=0)
     assert not res.violation, str(res)

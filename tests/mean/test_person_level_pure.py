@@ -454,7 +454,7 @@ def test_audit_of_fine_estimation_finds_no_violation(d, n, runs):
 def _pure_estimator(m, bound, **kw):
     return ThreadedClipNoiseEstimator(epsilon=1.0, delta=0.0, moment_order=2,
                                       moment_bound=1.0, samples_per_user=m,
-                                      bound=bound, method="pure", **kw)
+                                      bounds=(-bound, bound), method="pure", **kw)
 
 
 def test_estimator_audit_1d():
@@ -747,13 +747,15 @@ def test_estimator_pure_errors():
     X2, g2 = _grouped(rng.normal(size=(50, 2)), 4, rng)
     X3, g3 = _grouped(rng.normal(size=(50, 3)), 4, rng)
     with pytest.raises(ValueError, match="delta=0"):
-        ThreadedClipNoiseEstimator(delta=1e-6, bound=5.0, samples_per_user=4,
+        ThreadedClipNoiseEstimator(delta=1e-6, bounds=(-5.0, 5.0), samples_per_user=4,
+                                   moment_bound=1.0,
                                    method="pure").fit(X2, groups=g2)
     with pytest.raises(ValueError, match="2 features"):
-        ThreadedClipNoiseEstimator(delta=0.0, bound=5.0, samples_per_user=4,
+        ThreadedClipNoiseEstimator(delta=0.0, bounds=(-5.0, 5.0), samples_per_user=4,
+                                   moment_bound=1.0,
                                    method="pure").fit(X3, groups=g3)
-    with pytest.raises(ValueError, match="bound"):
-        ThreadedClipNoiseEstimator(delta=0.0, samples_per_user=4,
+    with pytest.raises(ValueError, match="moment_bound"):
+        ThreadedClipNoiseEstimator(delta=0.0, samples_per_user=4, moment_bound=None,
                                    method="pure").fit(X2, groups=g2)
 
 
@@ -767,7 +769,7 @@ def test_estimator_pure_runs_and_spends_epsilon(d, calibration):
     U = _t5_user_means(rng, n, m, d, np.full(d, 1.5))
     X, g = _grouped(U, m, rng)
     kw = dict(moment_bound=T5_M, samples_per_user=m, moment_order=4)
-    est = ThreadedClipNoiseEstimator(epsilon=0.7, delta=0.0, bound=10.0,
+    est = ThreadedClipNoiseEstimator(epsilon=0.7, delta=0.0, bounds=(-10.0, 10.0),
                                      method="pure", calibration=calibration,
                                      random_state=5, **kw)
     with warnings.catch_warnings():
@@ -792,7 +794,9 @@ def test_estimator_auto_with_delta_zero_is_the_1d_pipeline_per_feature():
     X, g = _grouped(U, m, rng)
     kw = dict(moment_bound=T5_M, samples_per_user=m, moment_order=4, bound=10.0)
     est = ThreadedClipNoiseEstimator(epsilon=1.0, delta=0.0, random_state=7,
-                                     **kw).fit(X, groups=g)
+                                     bounds=(-10.0, 10.0),
+                                     **{k: v for k, v in kw.items() if k != "bound"})
+    est.fit(X, groups=g)
     seeds = make_seed_sequence(7).spawn(2)
     Uf = X.reshape(n, m, 2).mean(axis=1)
     want = [person_level_mean_1d(Uf[:, j], epsilon=0.5, delta=0.0,

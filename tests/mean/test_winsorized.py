@@ -339,7 +339,7 @@ def test_corollary1_rates(calibration):
 def test_tau_rules_and_their_errors():
     X = np.zeros((20, 2))
     g = np.repeat(np.arange(10), 2)
-    est = WinsorizedMeanEstimator(tau="bounded", bound=1.0, random_state=0)
+    est = WinsorizedMeanEstimator(tau="bounded", bounds=(-1.0, 1.0), random_state=0)
     with pytest.raises(ValueError, match="samples_per_user"):
         est.fit(X, groups=g)
     est.set_params(tau="sub_gaussian", samples_per_user=2)
@@ -464,9 +464,9 @@ def test_auto_tau_is_skipped_when_no_radius_could_beat_the_box():
     # waste a share of it. At eps = 1 it is estimated and the range step runs.
     X = np.random.default_rng(0).normal(0.3, 0.02, size=(2000, 64))
     g = np.arange(2000)
-    low = WinsorizedMeanEstimator(epsilon=0.5, delta=1e-6, bound=10.0,
+    low = WinsorizedMeanEstimator(epsilon=0.5, delta=1e-6, bounds=(-10.0, 10.0),
                                   random_state=0).fit(X, groups=g)
-    high = WinsorizedMeanEstimator(epsilon=1.0, delta=1e-6, bound=10.0,
+    high = WinsorizedMeanEstimator(epsilon=1.0, delta=1e-6, bounds=(-10.0, 10.0),
                                    random_state=0).fit(X, groups=g)
     assert low.tau_ == pytest.approx(80.0) and low.route_ == "box-zcdp"
     assert high.tau_ < 1.0 and high.route_ == "zcdp"
@@ -506,7 +506,7 @@ def test_box_route_error_is_its_planned_noise(budget):
 def test_auto_tau_spend_meets_target(calibration, delta):
     X = np.random.default_rng(6).normal(size=(300, 4))
     g = np.repeat(np.arange(100), 3)
-    est = WinsorizedMeanEstimator(epsilon=0.7, delta=delta, bound=3.0,
+    est = WinsorizedMeanEstimator(epsilon=0.7, delta=delta, bounds=(-3.0, 3.0),
                                   calibration=calibration, random_state=0)
     est.fit(X, groups=g)
     assert _meets(est.privacy_loss_, 0.7, delta)
@@ -523,7 +523,7 @@ def test_loose_bound_concentrated_users_are_estimated_accurately():
     U = _ball_points(rng, n, d, center=mu, radius=0.05)
     X = np.repeat(U, 3, axis=0)
     g = np.repeat(np.arange(n), 3)
-    est = WinsorizedMeanEstimator(epsilon=1.0, delta=1e-6, bound=1000.0,
+    est = WinsorizedMeanEstimator(epsilon=1.0, delta=1e-6, bounds=(-1000.0, 1000.0),
                                   random_state=0).fit(X, groups=g)
     assert np.linalg.norm(est.mean_ - U.mean(0)) < 0.01
     assert est.tau_ < 1.0
@@ -533,7 +533,8 @@ def test_release_is_inside_the_box_and_inputs_untouched():
     X = np.random.default_rng(8).normal(5.0, 1.0, size=(60, 3))
     X0 = X.copy()
     g = np.repeat(np.arange(20), 3)
-    est = WinsorizedMeanEstimator(epsilon=0.1, bound=[1.0, 2.0, 3.0],
+    box = np.array([1.0, 2.0, 3.0])
+    est = WinsorizedMeanEstimator(epsilon=0.1, bounds=(-box, box),
                                   random_state=0).fit(X, groups=g)
     assert np.all(np.abs(est.mean_) <= [1.0, 2.0, 3.0])
     np.testing.assert_array_equal(X, X0)
@@ -610,7 +611,7 @@ def _pair(name, calibration):
 @pytest.mark.parametrize("delta", [0.0, 1e-6])
 def test_audit_d1(pair, calibration, delta):
     X, g, Xp, gp, tau = _pair(pair, calibration)
-    est = WinsorizedMeanEstimator(epsilon=1.0, delta=delta, tau=tau, bound=1.0,
+    est = WinsorizedMeanEstimator(epsilon=1.0, delta=delta, tau=tau, bounds=(-1.0, 1.0),
                                   calibration="paper" if calibration == "paper"
                                   else "tight")
     res = audit_estimator(est, X, Xp, groups=g, groups_prime=gp, n_runs=2000,
@@ -632,7 +633,7 @@ def test_audit_flags_a_broken_winsorized_mean(monkeypatch):
 
     monkeypatch.setattr(wz, "calibrate_discrete_laplace", lap)
     X, g, Xp, gp, tau = _window_pair("paper")
-    est = WinsorizedMeanEstimator(epsilon=1.0, delta=0.0, tau=tau, bound=1.0,
+    est = WinsorizedMeanEstimator(epsilon=1.0, delta=0.0, tau=tau, bounds=(-1.0, 1.0),
                                   calibration="paper")
     res = audit_estimator(est, X, Xp, groups=g, groups_prime=gp, n_runs=2000,
                           epsilon_claimed=1.0, random_state=0)
@@ -647,7 +648,7 @@ def test_audit_d8(calibration, delta):
     # (tau = 0.2, eps = 1); with fewer it is the box (audited in d = 1).
     n, tau = (5, 1.0) if calibration == "paper" else (1000, 0.2)
     X, g, Xp, gp = worst_case_mean_neighbours(n, 8, radius=0.5, rows_per_user=2)
-    est = WinsorizedMeanEstimator(epsilon=1.0, delta=delta, tau=tau, bound=1.0,
+    est = WinsorizedMeanEstimator(epsilon=1.0, delta=delta, tau=tau, bounds=(-1.0, 1.0),
                                   calibration=calibration)
     res = audit_estimator(est, X, Xp, groups=g, groups_prime=gp, n_runs=20000,
                           random_state=1)
