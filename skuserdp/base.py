@@ -106,6 +106,40 @@ def resolve_user_codes(estimator, groups, n_samples, *, warn=True, stacklevel=5)
     return codes, n_users
 
 
+def learn_box(name, U, release_epsilon, random_state, stacklevel=5):
+    """``bounds="auto"``: the private box of the columns of ``U`` (one row per
+    user), with the warnings a user needs.
+
+    An :class:`~skuserdp.exceptions.AccuracyWarning` when the public failure
+    bound of the median or of the spread release exceeds 5 % (the box may
+    miss the data or be far too loose), and when a learned box is flat (a
+    value shared by most users, e.g. a rare binary feature).
+    """
+    n, d = U.shape
+    fail_m, fail_s = bounds_failure_probability(n, release_epsilon)
+    if max(fail_m, fail_s) > BOUNDS_FAILURE_WARN:
+        warnings.warn(
+            f"{name}: bounds='auto' learns the box of {d} column(s) from {n} users "
+            f"with epsilon {release_epsilon:.3g} per release; the learned box may "
+            f"miss the data or be far too wide (probability up to "
+            f"{max(fail_m, fail_s):.2g} per column), so the estimate may be far "
+            "off. Declare bounds=(lower, upper) in the units of the data (public "
+            "knowledge, e.g. from a codebook), or use more users or a larger "
+            "epsilon.", AccuracyWarning, stacklevel=stacklevel)
+    lower, upper = private_bounds(U, release_epsilon, random_state=random_state)
+    width = upper - lower
+    flat = np.flatnonzero(width <= 2.0 ** -240
+                          + 1e-12 * np.maximum(np.abs(lower), np.abs(upper)))
+    if flat.size:
+        warnings.warn(
+            f"{name}: bounds='auto' learned a flat box for column(s) "
+            f"{flat[:10].tolist()}: most users share one value there (e.g. a rare "
+            "binary feature), and the others are clipped to it. Declare their "
+            "bounds (for a 0/1 feature: (0, 1)).", AccuracyWarning,
+            stacklevel=stacklevel)
+    return lower, upper
+
+
 @dataclass(frozen=True)
 class FitBudget:
     """What one fit's release may use once the public bounds are resolved.
@@ -259,26 +293,8 @@ class UserLevelMeanEstimator(UserLevelMixin, BaseEstimator):
             share = BOUNDS_SHARE_ZCDP if zcdp else BOUNDS_SHARE_PURE
         eps0, loss, rest_eps, rest_delta = split_for_public_bounds(
             self.epsilon, self.delta, share, 2 * d, zcdp=zcdp)
-        fail = bounds_failure_probability(n, eps0)[0]
-        if fail > BOUNDS_FAILURE_WARN:
-            warnings.warn(
-                f"{type(self).__name__}: bounds='auto' learns the box of {d} "
-                f"feature(s) from {n} users with epsilon {eps0:.3g} per release; "
-                f"the learned box may miss the data (probability up to {fail:.2g} "
-                "per feature), so the estimate may be far off. Declare "
-                "bounds=(lower, upper) in the units of X (public knowledge, e.g. "
-                "from a codebook), or use more users or a larger epsilon.",
-                AccuracyWarning, stacklevel=4)
         seed_bounds, seed_rest = make_seed_sequence(self.random_state).spawn(2)
-        lower, upper = private_bounds(U, eps0, random_state=seed_bounds)
-        flat = np.flatnonzero(upper <= lower)
-        if flat.size:
-            warnings.warn(
-                f"{type(self).__name__}: bounds='auto' learned a box of width "
-                f"zero for feature(s) {flat.tolist()} (three quarters of the users "
-                "share one value, e.g. a rare binary feature); those "
-                "features are clipped to it. Declare bounds=(lower, upper).",
-                AccuracyWarning, stacklevel=4)
+        lower, upper = learn_box(type(self).__name__, U, eps0, seed_bounds)
         return FitBudget(rest_eps, rest_delta, lower, upper, seed_rest, loss)
 
     def _check_box(self, budget):
@@ -297,8 +313,10 @@ class UserLevelMeanEstimator(UserLevelMixin, BaseEstimator):
                 f"{type(self).__name__}: the estimate of feature(s) "
                 f"{edge[:10].tolist()} lies on or outside the public box "
                 f"bounds_: the users' means are probably clipped there and the "
-                "estimate is biased. Check bounds (in the units of X) or use "
-                "bounds='auto'.", AccuracyWarning, stacklevel=3)
+                "estimate is biased. Check bounds (in the units of X)"
+                + (" or use bounds='auto'." if not isinstance(self.bounds, str)
+                   else "; declare them if you know them."),
+                AccuracyWarning, stacklevel=3)
 
     def _set_fitted(self, mean, n_users, loss):
         """Record the fitted mean, the number of users and the spend."""

@@ -163,7 +163,7 @@ def choose_mean_method(n_users, n_features, epsilon, delta, *, bounds=None,
             f"enough users for the ball to shrink (ratio {ratio:.2g} <= "
             f"{SHRINK_RATIO_MAX})")
     if bound is not None and not few:
-        return "coinpress", size + "; a box is declared"
+        return "coinpress", size + "; a box is declared or learned"
     if radius is not None and center is not None:
         return "clip_noise", size + "; a clipping ball is declared"
     if radius is not None:
@@ -200,7 +200,10 @@ class UserMeanEstimator(UserLevelMeanEstimator):
     radius : float, default=None
         Public ℓ2 radius of the users' means: around ``center`` if one is
         declared (a clipping ball), else around their unknown mean.
-    {center}
+    center : float or array-like of shape (n_features,), default=None
+        Public centre of a declared clipping ball (with ``radius``);
+        ``None``: the midpoint of the box. Must not be computed from the
+        private data.
     samples_per_user : int, default=None
         Public number of rows per user (the heavy-tail and Winsorized
         estimators use it).

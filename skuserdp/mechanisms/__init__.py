@@ -14,7 +14,12 @@ from ._additive import (
     release_on_lattice,
 )
 from ._exponential import exponential_mechanism, gumbel_max
-from ._private_bounds import bounds_failure_probability, bounds_grid, private_bounds
+from ._private_bounds import (
+    bounds_failure_probability,
+    bounds_grid,
+    private_bounds,
+    private_quantile,
+)
 from ._private_range import private_range, private_range_window
 from ._rotation import RandomHadamardRotation, fwht, padded_dimension
 from ._stability_histogram import stability_histogram_argmax
@@ -43,6 +48,7 @@ __all__ = [
     "round_to_grid",
     "private_range",
     "private_bounds",
+    "private_quantile",
     "bounds_grid",
     "bounds_failure_probability",
     "private_range_window",

@@ -17,19 +17,23 @@ for ``2^-256 ≤ 2^(k/4) ≤ 2^256``, about ``1e-77`` to ``1e77``,
    median's, so the mass of the far bins is at most
    ``|T|·exp(-ε₀(n/2 - 1)/2)``. Bins rather than points: data concentrated
    inside one grid cell still has a unique best candidate;
-2. a **spread** ``s``: the bin holding the ``q = 0.75`` quantile of the
+2. a **spread** ``s``: the bin holding the ``q = 0.75`` quantile (the
+   median, ``q = 0.5``, when the users are too few for 0.75:
+   :func:`spread_rule`) of the
    distances ``|v - t|`` (``t`` is public once released) costs 0, others
    the number of ranks they miss it by (:func:`quantile_costs`,
    sensitivity 1); ``s`` is the bin's upper edge. A bin above every
    distance costs about ``n/4``; this is the step that needs the most users
    (:func:`bounds_failure_probability`).
 
-The box is ``t ± scale·s`` (``scale = 4``: about ``±4.6σ`` for Gaussian user
-means, so essentially nobody is clipped). A failed spread release (a
+The box is ``t ± scale·s`` (``scale = 4`` at ``q = 0.75``, 6 at ``q = 0.5``:
+about ``±4.6σ`` and ``±4σ`` for Gaussian user means, so essentially nobody is
+clipped). A failed spread release (a
 candidate above the data) only makes the box looser; a failed median can
-miss the data, which is why estimators refuse plans whose median failure
-bound is large. A feature where at least 75 % of the users share one value
-(a rare binary feature, say) gets a box of width zero: declare its bounds.
+miss the data, which is why estimators warn when the median's failure
+bound is large. A feature where at least a fraction ``q`` of the users share
+one value (a rare binary feature, say) gets a flat box (width about
+``2^-250`` or a grid step of the value): declare its bounds.
 
 Each release is ε₀-DP and ε₀-bounded range (ε₀²/8-zCDP); the ``2·d``
 releases are accounted by :func:`skuserdp.privacy.split_for_public_bounds`.
@@ -42,13 +46,18 @@ import numpy as np
 from ..utils._random import generator_from, make_seed_sequence
 from ._exponential import exponential_mechanism
 
-__all__ = ["bounds_grid", "private_bounds", "bounds_failure_probability",
-           "BOUNDS_QUANTILE", "BOUNDS_SCALE"]
+__all__ = ["bounds_grid", "private_bounds", "private_quantile",
+           "bounds_failure_probability", "BOUNDS_QUANTILE", "BOUNDS_SCALE"]
 
 #: quantile of the distances to the private median used as the spread
 BOUNDS_QUANTILE = 0.75
 #: the box is the median ± BOUNDS_SCALE · spread
 BOUNDS_SCALE = 4.0
+#: with too few users for the 0.75 quantile (its failure bound above
+#: SPREAD_FAILURE_MAX), the spread is the median distance (a cost gap of n/2
+#: instead of n/4) and the box the median ± FALLBACK_SCALE · spread
+FALLBACK_QUANTILE, FALLBACK_SCALE = 0.5, 6.0
+SPREAD_FAILURE_MAX = 0.05
 #: grid points per octave
 _STEPS = 4
 #: the grid spans 2^-_MAX_OCTAVE .. 2^_MAX_OCTAVE in magnitude
@@ -109,6 +118,44 @@ def quantile_costs(sorted_values, grid, quantile):
     return np.maximum(np.maximum(r - b, a - r + 1), 0)
 
 
+def spread_rule(n_users, release_epsilon):
+    """The spread quantile and box scale, chosen from public values.
+
+    The 0.75 quantile of the distances (scale 4, about ±4.6σ for Gaussian
+    users' means) when its failure bound is at most 5 %; otherwise the
+    median distance (scale 6, about ±4σ), whose failure bound is that of the
+    median. Rare values (a binary feature with less than half the users at
+    its minority value) then get a flat box.
+
+    Parameters
+    ----------
+    n_users : int
+        Number of users (public).
+    release_epsilon : float
+        ε₀ of each release.
+
+    Returns
+    -------
+    quantile, scale : float
+
+    Examples
+    --------
+    >>> from skuserdp.mechanisms._private_bounds import spread_rule
+    >>> spread_rule(2000, 0.05), spread_rule(2000, 0.02)
+    ((0.75, 4.0), (0.5, 6.0))
+    """
+    if _spread_failure(n_users, release_epsilon, BOUNDS_QUANTILE) <= SPREAD_FAILURE_MAX:
+        return BOUNDS_QUANTILE, BOUNDS_SCALE
+    return FALLBACK_QUANTILE, FALLBACK_SCALE
+
+
+def _spread_failure(n_users, release_epsilon, quantile):
+    n = int(n_users)
+    gap = n - math.ceil(quantile * n) - 1.0
+    log_s = math.log(_positive_grid().size) - 0.5 * float(release_epsilon) * gap
+    return min(1.0, math.exp(min(log_s, 0.0)))
+
+
 def bounds_failure_probability(n_users, release_epsilon):
     """Public bounds on the failure of each release (per feature).
 
@@ -124,8 +171,9 @@ def bounds_failure_probability(n_users, release_epsilon):
     median, spread : float
         Upper bounds (capped at 1) on the probability that the median
         release picks a candidate outside the data (``|T|·exp(-ε₀(n/2 -
-        1)/2)``), and that the spread release picks one above every distance
-        (``|T₊|·exp(-ε₀(n - ⌈qn⌉ - 1)/2)``; this only loosens the box).
+        1)/2)``), and that the spread release (at the quantile ``q`` of
+        :func:`spread_rule`) picks one above every distance
+        (``|T₊|·exp(-ε₀(n - ⌈qn⌉ - 1)/2)``; this loosens the box).
 
     Examples
     --------
@@ -136,15 +184,12 @@ def bounds_failure_probability(n_users, release_epsilon):
     """
     n = int(n_users)
     eps0 = float(release_epsilon)
-    size = bounds_grid().size
-    log_m = math.log(size) - 0.5 * eps0 * (n / 2.0 - 1.0)
-    gap = n - math.ceil(BOUNDS_QUANTILE * n) - 1.0
-    log_s = math.log(size // 2 + 1) - 0.5 * eps0 * gap
-    return min(1.0, math.exp(min(log_m, 0.0))), min(1.0, math.exp(min(log_s, 0.0)))
+    log_m = math.log(bounds_grid().size) - 0.5 * eps0 * (n / 2.0 - 1.0)
+    q = spread_rule(n, eps0)[0]
+    return (min(1.0, math.exp(min(log_m, 0.0))), _spread_failure(n, eps0, q))
 
 
-def private_bounds(values, release_epsilon, *, scale=BOUNDS_SCALE,
-                   random_state=None):
+def private_bounds(values, release_epsilon, *, scale=None, random_state=None):
     """Private box ``median ± scale·spread`` of every column, at user level.
 
     Two ε₀-DP exponential-mechanism releases per column (module docstring):
@@ -158,9 +203,10 @@ def private_bounds(values, release_epsilon, *, scale=BOUNDS_SCALE,
         One row per user, finite.
     release_epsilon : float
         ε₀ of each release, ``> 0``.
-    scale : float, default=4.0
+    scale : float, default=None
         Public half-width of the box in units of the released spread,
-        ``> 0`` and at most ``2^64``.
+        ``> 0`` and at most ``2^64``; ``None`` follows :func:`spread_rule`
+        (which also picks the spread's quantile from ``n_users`` and ε₀).
     random_state : int, RandomState, SeedSequence or None, default=None
         Source of randomness; ``None`` draws fresh OS entropy.
 
@@ -187,7 +233,8 @@ def private_bounds(values, release_epsilon, *, scale=BOUNDS_SCALE,
     eps0 = float(release_epsilon)
     if not (math.isfinite(eps0) and eps0 > 0):
         raise ValueError(f"release_epsilon must be a finite number > 0, got {eps0!r}.")
-    scale = float(scale)
+    quantile, rule_scale = spread_rule(V.shape[0], eps0)
+    scale = rule_scale if scale is None else float(scale)
     if not 0 < scale <= 2.0 ** 64:
         raise ValueError(f"scale must be in (0, 2**64], got {scale!r}.")
     rng = generator_from(make_seed_sequence(random_state))
@@ -199,7 +246,55 @@ def private_bounds(values, release_epsilon, *, scale=BOUNDS_SCALE,
         k = exponential_mechanism(-median_costs(v, grid), eps0, 1.0, rng)
         t = 0.5 * grid[k] + 0.5 * grid[k + 1]
         w = np.sort(np.abs(v - t))
-        s = pos[exponential_mechanism(-quantile_costs(w, pos, BOUNDS_QUANTILE),
+        s = pos[exponential_mechanism(-quantile_costs(w, pos, quantile),
                                       eps0, 1.0, rng)]
         lower[j], upper[j] = t - scale * s, t + scale * s
     return lower, upper
+
+
+def private_quantile(values, quantile, release_epsilon, *, random_state=None):
+    """Private ``quantile`` of non-negative values, one per user, on the grid.
+
+    One ε₀-DP (ε₀-bounded range) exponential-mechanism release with the cost
+    of :func:`quantile_costs` on ``0`` and ``2^(k/4)``, ``|k/4| ≤ 256``
+    (sensitivity 1 under replace-one): the upper edge of the sampled bin,
+    at least ``2^-256``. Used for the clip norm of the linear models
+    (``clip_norm="auto"``: the median of the users' gradient norms).
+
+    Parameters
+    ----------
+    values : array-like of shape (n_users,)
+        One non-negative finite value per user.
+    quantile : float
+        In ``(0, 1)``.
+    release_epsilon : float
+        ε₀ of the release, ``> 0``.
+    random_state : int, RandomState, SeedSequence or None, default=None
+        Source of randomness; ``None`` draws fresh OS entropy.
+
+    Returns
+    -------
+    value : float
+        The released quantile (a grid point ``> 0``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skuserdp.mechanisms import private_quantile
+    >>> v = np.random.default_rng(0).uniform(0, 2, size=5000)
+    >>> q = private_quantile(v, 0.5, 1.0, random_state=0)
+    >>> bool(0.8 < q < 1.2)
+    True
+    """
+    v = np.sort(np.asarray(values, dtype=np.float64).ravel())
+    if v.size < 1 or not np.isfinite(v).all() or (v < 0).any():
+        raise ValueError("values must be a non-empty array of finite numbers >= 0.")
+    if not 0 < quantile < 1:
+        raise ValueError(f"quantile must be in (0, 1), got {quantile!r}.")
+    eps0 = float(release_epsilon)
+    if not (math.isfinite(eps0) and eps0 > 0):
+        raise ValueError(f"release_epsilon must be a finite number > 0, got {eps0!r}.")
+    rng = generator_from(make_seed_sequence(random_state))
+    pos = _positive_grid()
+    k = exponential_mechanism(-quantile_costs(v, pos, quantile), eps0, 1.0, rng)
+    return float(max(pos[k], pos[1]))

@@ -190,9 +190,34 @@ def test_rare_binary_feature_gets_a_flat_box_and_a_warning():
     # (width ~0) and the estimate sits on it: a loud warning, not silence
     rng = np.random.default_rng(0)
     X = np.c_[rng.normal(5.0, 1.0, 3000), (rng.random(3000) < 0.1).astype(float)]
-    with pytest.warns(AccuracyWarning, match=r"feature\(s\) \[1\] lies on or outside"):
+    with pytest.warns(AccuracyWarning, match=r"flat box for column\(s\) \[1\]"):
         est = ClipNoiseMeanEstimator(random_state=0).fit(X, groups=np.arange(3000))
     assert est.bounds_[1][1] - est.bounds_[0][1] < 1e-3
+
+
+@pytest.mark.parametrize("cls", [ClipNoiseMeanEstimator, CoinPressMeanEstimator])
+def test_ten_features_never_give_a_runaway_box(cls):
+    # regression: with 2000 users x 10 features the 0.75-quantile spread had
+    # a failure bound of 0.85 and gave boxes up to 1e57 (errors up to 1e72);
+    # the spread rule now falls back to the median distance there
+    from skuserdp.datasets import make_user_samples
+    X, g, mu = make_user_samples(n_users=2000, n_features=10, random_state=0)
+    errors = []
+    for seed in range(20):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", AccuracyWarning)
+            est = cls(random_state=seed).fit(X, groups=g)
+        errors.append(np.linalg.norm(est.mean_ - mu))
+        assert np.all(est.bounds_[1] - est.bounds_[0] < 100)
+    assert max(errors) < 0.5, errors
+
+
+def test_spread_rule_falls_back_to_the_median_distance_from_public_values():
+    from skuserdp.mechanisms._private_bounds import spread_rule
+    assert spread_rule(2000, 0.1) == (0.75, 4.0)
+    assert spread_rule(2000, 0.031) == (0.5, 6.0)
+    # the failure bound reported is that of the quantile used
+    assert bounds_failure_probability(2000, 0.031)[1] < 1e-3
 
 
 # ---------------------------------------------------------------------- audit
