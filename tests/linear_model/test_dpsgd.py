@@ -56,15 +56,21 @@ from skuserdp.testing import audit_estimator, worst_case_mean_neighbours
 
 ALLOWED_ATTRIBUTES = {"coef_", "intercept_", "classes_", "n_iter_", "n_users_",
                       "n_features_in_", "feature_names_in_", "privacy_loss_",
-                      "epsilon_", "delta_", "rho_"}
+                      "epsilon_", "delta_", "rho_", "bounds_", "target_bounds_",
+                      "clip_norm_", "mean_squared_row_norm_"}
+
+#: declared boxes under which the box-scaled rows and targets of ``_users``
+#: are the data themselves (mid 0, half 1: z = x, y_z = y, coef_ = w)
+BOX = dict(bounds=(-1.0, 1.0), target_bounds=(-1.0, 1.0))
 
 
 # ------------------------------------------------------------------ data
 def _users(n=100, seed=0, d=2):
     """Heterogeneous users: even users have 1 row, odd users 9, with other
     coefficients, so the mean over users of user means and the mean over
-    rows give clearly different fits. Rows have norm <= 0.9 (feature_bound
-    = 1: no projection) and |targets| < 1."""
+    rows give clearly different fits. Rows have norm <= 0.9 (every
+    coordinate in (-1, 1): with ``BOX`` nothing is clipped and the box-scaled
+    rows are the rows) and |targets| < 1."""
     rng = np.random.default_rng(seed)
     rows = np.where(np.arange(n) % 2 == 0, 1, 9)
     groups = np.repeat(np.arange(n), rows)
@@ -87,18 +93,40 @@ def _augment(X):
     return np.hstack([X, np.ones((X.shape[0], 1))])
 
 
-def _row_bound(feature_bound=1.0):
-    return math.sqrt(feature_bound ** 2 + 1.0)
+def _row_bound(n_features=2):
+    """Public ℓ2 bound of the augmented box-scaled row (z, 1): every
+    coordinate of z is in [-1, 1], so ‖z‖ ≤ √n_features and b = √(p + 1)
+    (computed as the estimators do)."""
+    fb = math.sqrt(n_features)
+    return math.sqrt(fb * fb + 1.0)
+
+
+def _squared_gradient_bound(radius=5.0):
+    """G = b(Rb + 1) of the squared loss (targets in box units: |y_z| ≤ 1)."""
+    b = _row_bound()
+    return b * (radius * b + 1.0)
+
+
+def _public_eta(plan):
+    """The step size of a plan built from the public constants alone.
+
+    ``learning_rate="auto"`` with zCDP accounting now spends a private
+    release on the smoothness; the exact-plan tests pass this step size
+    explicitly so that the plan stays a function of public constants."""
+    eta = float(plan.learning_rates[0])
+    assert np.all(plan.learning_rates == eta)
+    return eta
 
 
 def _squared_plan(n_users, n_params, *, epsilon, delta, max_iter, alpha, radius=5.0,
-                  target_bound=1.0, **kw):
-    """The plan of UserDPSGDRegressor (squared loss, intercept), rebuilt from
-    the documented public constants G = b(Rb + B_y), H = b² + alpha."""
+                  **kw):
+    """The plan of UserDPSGDRegressor (squared loss, intercept, 2 features),
+    rebuilt from the documented public constants G = b(Rb + 1), H = b² +
+    alpha in box units."""
     b = _row_bound()
     return plan_gradient_descent(
         n_users, n_params, epsilon=epsilon, delta=delta, n_steps=max_iter,
-        aggregator="clip", gradient_bound=b * (radius * b + target_bound),
+        aggregator="clip", gradient_bound=_squared_gradient_bound(radius),
         smoothness=b * b + alpha, radius=radius, **kw)
 
 
@@ -154,17 +182,19 @@ def test_spend_with_one_parameter_and_many_paper_steps():
 
 def test_poisson_sampled_fit_spends_at_most_the_target(cached_poisson):
     X, score, groups, rows, _ = _users(200, seed=2)
+    # declared boxes; clip_norm="auto" is G under Poisson sampling (not zCDP)
     est = UserDPSGDRegressor(epsilon=1.0, delta=1e-6, sampling_rate=0.2,
-                             max_iter=10, random_state=0).fit(X, score,
-                                                              groups=groups)
+                             max_iter=10, random_state=0, **BOX).fit(X, score,
+                                                                     groups=groups)
     assert est.epsilon_ <= 1.0 and est.delta_ == 1e-6 and est.rho_ is None
     z, loss = _cached_calibration(1.0, 1e-6, 0.2, 10)
     assert est.privacy_loss_ == loss
     assert est.n_iter_ == 10
     # the plan: release = multiplier, ν² = p·(zC/(qn))² with the public
-    # divisor q·n, C = G = b(Rb + B_y) for clip_norm="auto"
+    # divisor q·n, C = G = b(Rb + 1) for clip_norm="auto" (box units)
     b = _row_bound()
     G = b * (5.0 * b + 1.0)
+    assert est.clip_norm_ == G
     plan = sgd.plan_gradient_descent(200, 3, epsilon=1.0, delta=1e-6, n_steps=10,
                                      aggregator="clip", gradient_bound=G,
                                      smoothness=b * b, radius=5.0,
@@ -176,10 +206,17 @@ def test_poisson_sampled_fit_spends_at_most_the_target(cached_poisson):
 
 def test_fitted_spend_is_the_rebuilt_plan_loss():
     X, score, groups, rows, _ = _users(80, seed=3)
+    # declared boxes and a numeric clip norm: the whole budget is the plan's
+    G = _squared_gradient_bound()
+    eta = _public_eta(_squared_plan(80, 3, epsilon=0.7, delta=1e-7, max_iter=30,
+                                    alpha=0.1, clip_norm=G))
     est = UserDPSGDRegressor(epsilon=0.7, delta=1e-7, alpha=0.1, max_iter=30,
-                             random_state=0).fit(X, score, groups=groups)
-    plan = _squared_plan(80, 3, epsilon=0.7, delta=1e-7, max_iter=30, alpha=0.1)
+                             clip_norm=G, learning_rate=eta, random_state=0,
+                             **BOX).fit(X, score, groups=groups)
+    plan = _squared_plan(80, 3, epsilon=0.7, delta=1e-7, max_iter=30, alpha=0.1,
+                         clip_norm=G, learning_rate=eta)
     assert est.privacy_loss_ == plan.loss
+    assert est.clip_norm_ == G
 
 
 # -------------------------------------------------------- data independence
@@ -223,11 +260,18 @@ def _recorded_plans(est, X, y, groups, monkeypatch):
     return calls[0]
 
 
+@pytest.mark.parametrize("boxes", [
+    dict(bounds=(-2.0, 2.0), target_bounds=(-5.0, 5.0)),
+    # "auto" boxes are private releases, but the budget left to the plan is
+    # public
+    dict(bounds="auto", target_bounds="auto")])
 @pytest.mark.parametrize("aggregator", ["clip", "winsorized"])
 @pytest.mark.parametrize("solver", ["gd", "phased_erm"])
-def test_plans_do_not_depend_on_the_data(aggregator, solver, monkeypatch):
+def test_plans_do_not_depend_on_the_data(aggregator, solver, boxes, monkeypatch):
     # Same public shape (n users, d features, declared samples_per_user),
-    # different rows, targets and even numbers of rows per user.
+    # different rows, targets and even numbers of rows per user. A numeric
+    # clip norm (clip_norm="auto" is a private release of the data, charged:
+    # tested below).
     n, d = 60, 3
     rng = np.random.default_rng(4)
     g1 = np.repeat(np.arange(n), 3)
@@ -236,13 +280,14 @@ def test_plans_do_not_depend_on_the_data(aggregator, solver, monkeypatch):
     y1, y2 = rng.normal(size=g1.size), 5 * rng.standard_cauchy(g2.size)
     est = UserDPSGDRegressor(epsilon=1.0, aggregator=aggregator, solver=solver,
                              samples_per_user=1, max_iter=15, alpha=0.05,
-                             random_state=0)
+                             clip_norm=1.0, random_state=0, **boxes)
     a = _recorded_plans(est, X1, y1, g1, monkeypatch)
     b = _recorded_plans(est, X2, y2, g2, monkeypatch)
     _plan_equal(a, b)
     # and for the classifier (declared classes)
     clf = UserDPSGDClassifier(epsilon=1.0, aggregator=aggregator, solver=solver,
                               samples_per_user=1, max_iter=15, classes=[0, 1, 2],
+                              clip_norm=1.0, bounds=boxes["bounds"],
                               random_state=0)
     a = _recorded_plans(clf, X1, rng.integers(0, 3, g1.size), g1, monkeypatch)
     b = _recorded_plans(clf, X2, np.zeros(g2.size, int), g2, monkeypatch)
@@ -279,27 +324,36 @@ def test_squared_loss_matches_user_weighted_ridge():
     # bounds every gradient) and no projection (‖θ_t‖ ≤ 2‖θ*‖ < R for GD on a
     # quadratic from 0). Per coordinate, Bonferroni over the 3 coordinates at
     # α = 1e-3: |θ̂ − θ* − B(θ0 − θ*)| ≤ z·√Cov_ii + Σ_j|C_j|·grid/2.
+    # Boxes bounds=(-1, 1) (z = x) and target_bounds=(-Y, Y): GD runs on
+    # y_z = y/Y, whose minimiser is θ*/Y (the ridge is linear in y), and the
+    # model is mapped back by the exact factor Y; everything above is linear,
+    # so the statement holds in X units with the tolerance times Y.
     X, score, groups, rows, rng = _users(100)
     y = 0.4 + score + 0.05 * rng.normal(size=score.size)  # |y| < 2
     w = _user_weights(groups, rows)
-    alpha, T, R, B = 0.3, 300, 1.5, 2.0
+    alpha, T, R, Y = 0.3, 300, 1.5, 2.0
+    assert np.abs(y).max() < Y
+    G = _squared_gradient_bound(R)
+    eta = _public_eta(_squared_plan(100, 3, epsilon=1e4, delta=1e-6, max_iter=T,
+                                    alpha=alpha, radius=R, clip_norm=G))
     reg = UserDPSGDRegressor(epsilon=1e4, delta=1e-6, alpha=alpha, max_iter=T,
-                             radius=R, target_bound=B,
+                             radius=R, bounds=(-1.0, 1.0), target_bounds=(-Y, Y),
+                             clip_norm=G, learning_rate=eta,
                              random_state=0).fit(X, y, groups=groups)
     ridge = Ridge(alpha=alpha).fit(X, y, sample_weight=w)
     star = np.r_[ridge.coef_, ridge.intercept_]
-    assert 2 * np.linalg.norm(star) < R
+    assert 2 * np.linalg.norm(star / Y) < R
     Xa = _augment(X)
     A = (Xa * w[:, None]).T @ Xa + alpha * np.diag([1.0, 1.0, 0.0])
     plan = _squared_plan(100, 3, epsilon=1e4, delta=1e-6, max_iter=T, alpha=alpha,
-                         radius=R, target_bound=B)
+                         radius=R, clip_norm=G, learning_rate=eta)
     assert reg.privacy_loss_ == plan.loss
     B, Cs = _gd_response(plan, A)
     s2 = plan.release.noise_variance
     cov = s2 * sum(C @ C.T for C in Cs)
     rounding = sum(np.abs(C).sum(axis=1) for C in Cs) * plan.release.grid / 2
     z = stats.norm.ppf(1 - 1e-3 / 6)
-    tol = z * np.sqrt(np.diag(cov)) + rounding
+    tol = Y * (z * np.sqrt(np.diag(cov)) + rounding)
     got = np.r_[reg.coef_, reg.intercept_]
     centre = star + B @ (np.zeros(3) - star)
     assert np.all(np.abs(got - centre) <= tol), (got - centre, tol)
@@ -382,29 +436,35 @@ def test_smooth_losses_reach_the_same_objective_minimum(kind):
         y = score + 0.05 * rng.normal(size=score.size)
         out = rng.uniform(size=y.size) < 0.1
         y[out] = np.clip(y[out] + rng.choice([-0.8, 0.8], out.sum()), -1, 1)
-        est = UserDPSGDRegressor(epsilon=1e4, loss="huber", huber_delta=0.1,
-                                 alpha=alpha, max_iter=T, radius=R,
-                                 random_state=0)
-        obj = functools.partial(_objective, "huber", huber_delta=0.1)
         b = _row_bound()
         H, G = b * b + alpha, b * min(0.1, R * b + 1.0)
+        est = UserDPSGDRegressor(epsilon=1e4, loss="huber", huber_delta=0.1,
+                                 alpha=alpha, max_iter=T, radius=R, clip_norm=G,
+                                 random_state=0, **BOX)
+        obj = functools.partial(_objective, "huber", huber_delta=0.1)
         p = 3
     elif kind == "logistic":
         y = (rng.uniform(size=score.size) < expit(3 * score)).astype(int)
-        est = UserDPSGDClassifier(epsilon=1e4, classes=[0, 1], alpha=alpha,
-                                  max_iter=T, radius=R, random_state=0)
-        obj = functools.partial(_objective, "logistic")
         b = _row_bound()
         H, G, p = b * b / 4 + alpha, b, 3
+        est = UserDPSGDClassifier(epsilon=1e4, classes=[0, 1], alpha=alpha,
+                                  max_iter=T, radius=R, clip_norm=G,
+                                  bounds=BOX["bounds"], random_state=0)
+        obj = functools.partial(_objective, "logistic")
     else:
         logits = np.column_stack([3 * score, -3 * score, 2 * X[:, 1]])
         y = np.array([rng.choice(3, p=q) for q in softmax(logits, axis=1)])
-        est = UserDPSGDClassifier(epsilon=1e4, classes=[0, 1, 2], alpha=alpha,
-                                  max_iter=T, radius=R, random_state=0)
-        obj = functools.partial(_objective, "multinomial", n_classes=3)
         b = _row_bound()
         H, G, p = b * b / 2 + alpha, math.sqrt(2) * b, 9
-    est.fit(X, y, groups=groups)
+        est = UserDPSGDClassifier(epsilon=1e4, classes=[0, 1, 2], alpha=alpha,
+                                  max_iter=T, radius=R, clip_norm=G,
+                                  bounds=BOX["bounds"], random_state=0)
+        obj = functools.partial(_objective, "multinomial", n_classes=3)
+    public = functools.partial(plan_gradient_descent, 100, p, epsilon=1e4, delta=1e-6,
+                               n_steps=T, aggregator="clip", gradient_bound=G,
+                               smoothness=H, radius=R, clip_norm=G)
+    eta = _public_eta(public())
+    est.set_params(learning_rate=eta).fit(X, y, groups=groups)
 
     def F(theta, weights=w):
         return obj(theta, Xa, y, weights, alpha)
@@ -417,10 +477,9 @@ def test_smooth_losses_reach_the_same_objective_minimum(kind):
         got = np.column_stack([est.coef_, est.intercept_]).ravel()
     else:
         got = np.r_[np.ravel(est.coef_), est.intercept_]
-    plan = plan_gradient_descent(100, p, epsilon=1e4, delta=1e-6, n_steps=T,
-                                 aggregator="clip", gradient_bound=G, smoothness=H,
-                                 radius=R)
+    plan = public(learning_rate=eta)
     assert est.privacy_loss_ == plan.loss  # the constants used are these
+    assert est.clip_norm_ == G
     tol = _sgd_gap_bound(plan, H, np.linalg.norm(star), p)
     gap = F(got) - F(star)
     assert -1e-10 <= gap <= tol, (gap, tol)
@@ -476,8 +535,10 @@ def test_phased_erm_solves_each_regularised_block_problem(monkeypatch):
     #       ≤ HKZ(s²·Σ_j c_j(h_i)²) + Σ_j max_i|c_j(h_i)|·√p·grid/2.
     # No projection (‖θ‖ ≪ R) and no clipping (C = G). ε = 1e4. The phases'
     # inputs and outputs are recorded; the blocks from the gradient factory.
+    # With BOX the box-scaled rows and targets are X and y (|y| < 1).
     X, score, groups, rows, rng = _users(200, seed=6)
     y = score + 0.05 * rng.normal(size=score.size)
+    assert np.abs(y).max() < 1
     alpha = 0.5
     blocks, phases = [], []
     real_phased = dpsgd.phased_erm
@@ -501,7 +562,8 @@ def test_phased_erm_solves_each_regularised_block_problem(monkeypatch):
     monkeypatch.setattr(sgd, "private_gradient_descent", gd)
     reg = UserDPSGDRegressor(epsilon=1e4, solver="phased_erm", alpha=alpha,
                              samples_per_user=1, max_iter=200,
-                             random_state=0).fit(X, y, groups=groups)
+                             clip_norm=_squared_gradient_bound(), random_state=0,
+                             **BOX).fit(X, y, groups=groups)
     (plan,) = phases
     assert reg.n_iter_ == plan.n_steps == sum(r[0].n_steps for r in runs)
     assert [len(b) for b in blocks] == list(plan.block_sizes)
@@ -615,6 +677,7 @@ def _regressor_pair(n_users):
     # Every user has the row x = 1 with target −1; in the neighbour one user
     # has target +1. With fit_intercept=False the user gradient at θ0 = 0 is
     # −y·x = ±1: clip_norm = 1 makes the difference exactly 2C. One step.
+    # Declared boxes (-1, 1) for x and y: the box-scaled data are the data.
     X = np.column_stack([np.ones(n_users), -np.ones(n_users)])
     Xp = X.copy()
     Xp[0, 1] = 1.0
@@ -628,7 +691,7 @@ def _regressor_pair(n_users):
 def test_audit_regressor(kw, xy_audited):
     X, g, Xp, gp = _regressor_pair(10)
     reg = UserDPSGDRegressor(epsilon=1.0, fit_intercept=False, clip_norm=1.0,
-                             max_iter=1, **kw)
+                             max_iter=1, **BOX, **kw)
     res = audit_estimator(xy_audited(reg), X, Xp, groups=g, groups_prime=gp,
                           statistic=lambda e: float(e.fitted_.coef_[0]),
                           n_runs=10000,
@@ -643,13 +706,17 @@ def _small(n=40, seed=7, d=2):
 
 
 def test_projection_keeps_the_model_in_the_ball():
+    # The ball acts on the model of the box-scaled data; with BOX (mid 0,
+    # half 1) that model is (coef_, intercept_) itself.
     X, score, groups = _small()
     for solver in ("gd", "phased_erm"):
         reg = UserDPSGDRegressor(epsilon=1.0, radius=0.05, solver=solver,
-                                 random_state=0).fit(X, 3 * score, groups=groups)
+                                 random_state=0, **BOX).fit(X, 3 * score,
+                                                            groups=groups)
         assert np.linalg.norm(np.r_[reg.coef_, reg.intercept_]) <= 0.05 * (1 + 1e-12)
         clf = UserDPSGDClassifier(epsilon=1.0, radius=0.05, classes=[0, 1, 2],
-                                  solver=solver, random_state=0)
+                                  solver=solver, bounds=BOX["bounds"],
+                                  random_state=0)
         clf.fit(X, (score > 0).astype(int) + (score > 0.3), groups=groups)
         assert np.linalg.norm(np.c_[clf.coef_, clf.intercept_]) <= 0.05 * (1 + 1e-12)
 
@@ -661,9 +728,10 @@ def test_n_iter_and_verbose_lines(capsys):
     assert reg.n_iter_ == 7
     lines = capsys.readouterr().out.splitlines()
     assert lines == [f"[UserDPSGDRegressor] step {t}/7" for t in range(1, 8)]
+    G = _row_bound()
     clf = UserDPSGDClassifier(epsilon=1.0, solver="phased_erm", max_iter=5,
                               verbose=2, classes=[0, 1], samples_per_user=2,
-                              random_state=0)
+                              bounds=BOX["bounds"], clip_norm=G, random_state=0)
     clf.fit(X, (score > 0).astype(int), groups=groups)
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == clf.n_iter_
@@ -671,11 +739,10 @@ def test_n_iter_and_verbose_lines(capsys):
     assert all(pattern.match(line) for line in lines), lines[:3]
     assert not any(re.search(r"\d\.\d", line) for line in lines)
     # n_iter_ is the plan's number of steps, a public function of the shape
-    G = _row_bound()
     plan = dpsgd.plan_phased_erm(40, 3, epsilon=1.0, delta=1e-6,
                                  aggregator="clip", gradient_bound=G,
                                  smoothness=G * G / 4, radius=5.0,
-                                 samples_per_user=2, max_iter=5)
+                                 samples_per_user=2, max_iter=5, clip_norm=G)
     assert clf.n_iter_ == plan.n_steps
 
 
@@ -694,6 +761,8 @@ def test_only_public_fitted_attributes():
         assert new <= ALLOWED_ATTRIBUTES, new - ALLOWED_ATTRIBUTES
         assert list(est.feature_names_in_) == ["a", "b"]
         assert est.n_features_in_ == 2 and est.n_users_ == 40
+        assert hasattr(est, "target_bounds_") == isinstance(est, UserDPSGDRegressor)
+        assert np.all(est.bounds_[0] <= est.bounds_[1]) and est.clip_norm_ > 0
 
 
 def test_classes_parameter():
@@ -766,14 +835,14 @@ def test_bad_inputs_give_clear_errors():
 
 def test_inputs_are_not_modified_and_seeds_reproduce():
     X, score, groups = _small()
-    X[0] = [3.0, 4.0]  # outside the feature ball: projected in a copy
-    y = score * 5  # outside target_bound: clipped in a copy
+    X[0] = [3.0, 4.0]  # outside the box: clipped in a copy
+    y = score * 5  # outside target_bounds: clipped in a copy
     copies = X.copy(), y.copy(), groups.copy()
-    a = UserDPSGDRegressor(random_state=3).fit(X, y, groups=groups)
+    a = UserDPSGDRegressor(random_state=3, **BOX).fit(X, y, groups=groups)
     for orig, cp in zip((X, y, groups), copies):
         np.testing.assert_array_equal(orig, cp)
-    b = UserDPSGDRegressor(random_state=3).fit(X, y, groups=groups)
-    c = UserDPSGDRegressor(random_state=4).fit(X, y, groups=groups)
+    b = UserDPSGDRegressor(random_state=3, **BOX).fit(X, y, groups=groups)
+    c = UserDPSGDRegressor(random_state=4, **BOX).fit(X, y, groups=groups)
     np.testing.assert_array_equal(a.coef_, b.coef_)
     assert a.intercept_ == b.intercept_
     assert not np.array_equal(a.coef_, c.coef_)
@@ -834,10 +903,12 @@ def test_grid_search_with_the_default_score(routing, Est):
     # Regression test: UserLevelMixin requests groups for score; the
     # sklearn RegressorMixin/ClassifierMixin.score took none, so with routing
     # on every default score raised TypeError inside GridSearchCV (NaN).
+    # Declared boxes: "auto" with 40 users warns (AccuracyWarning is a
+    # UserWarning, made an error below to catch "Scoring failed").
     X, y, groups = _routing_data()
-    extra = {}
+    extra = dict(BOX)
     if Est is UserDPSGDClassifier:
-        y, extra = (y > 0).astype(int), {"classes": [0, 1]}
+        y, extra = (y > 0).astype(int), {"classes": [0, 1], "bounds": BOX["bounds"]}
     gs = GridSearchCV(Est(random_state=0, max_iter=20, **extra),
                       {"epsilon": [0.5, 1e3]}, cv=GroupKFold(3))
     with warnings.catch_warnings():
