@@ -12,6 +12,7 @@
 """
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -23,6 +24,7 @@ from skuserdp.linear_model import UserDPSGDClassifier, UserDPSGDRegressor
 from skuserdp.privacy import ZCDP, ApproxDP, compose, split_zcdp, zcdp_rho_for
 from skuserdp.privacy._conversion import zcdp_to_approx_dp
 from skuserdp.testing import audit_estimator
+from skuserdp.utils._validation import check_bounds
 
 
 def _data(n_users=200, rows=5, seed=0):
@@ -163,15 +165,20 @@ def test_spread_is_floored_at_two_noise_sds_of_the_deviation_release(monkeypatch
 
 
 def test_bounds_validation():
-    lo, hi = stdz.check_standardize_bounds(None, 3, 2.0)
+    # standardize_bounds is gone: the standardisation uses the box ``bounds``
+    # (validated by check_bounds, scalars broadcast)
+    lo, hi = check_bounds((-2.0, 2.0), 3)
     np.testing.assert_array_equal(lo, [-2.0] * 3)
     np.testing.assert_array_equal(hi, [2.0] * 3)
-    lo, hi = stdz.check_standardize_bounds(([0.0, -1.0], 1.0), 2, 1.0)
+    lo, hi = check_bounds(([0.0, -1.0], 1.0), 2)
     np.testing.assert_array_equal(lo, [0.0, -1.0])
     np.testing.assert_array_equal(hi, [1.0, 1.0])
-    for bad in [(1.0, 1.0), ([0.0, 0.0, 0.0], 1.0), (0.0,), (0.0, np.inf)]:
-        with pytest.raises(ValueError, match="standardize_bounds"):
-            stdz.check_standardize_bounds(bad, 2, 1.0)
+    for bad, match in [((1.0, 1.0), "lower < upper"),
+                       (([0.0, 0.0, 0.0], 1.0), "bounds must be 'auto' or a pair"),
+                       ((0.0,), "bounds must be 'auto' or a pair"),
+                       ((0.0, np.inf), "bounds must be finite")]:
+        with pytest.raises(ValueError, match=re.escape(match)):
+            check_bounds(bad, 2)
 
 
 # -------------------------------------------------------------- estimators
@@ -198,13 +205,15 @@ def test_coefficients_are_mapped_back_exactly(monkeypatch):
     W = np.array([[0.7, -0.2, 0.05]])  # on the standardised scale
     seen = {}
 
-    def fake_fit(self, loss, Xa, y, codes, n_users, n_outputs, target_bound,
-                 **kw):
+    def fake_fit(self, loss, Xa, y, codes, n_users, n_outputs, **kw):
         seen["Za"], seen["kw"] = Xa, kw
         return W
 
     monkeypatch.setattr(dpsgd._BaseUserDPSGD, "_fit_parameters", fake_fit)
-    reg = UserDPSGDRegressor(standardize=True, feature_bound=10.0,
+    # declared boxes (y_half = 1, y_mid = 0): feature_center_/feature_scale_
+    # are in X units and the model acts on (x − center)/scale directly
+    reg = UserDPSGDRegressor(standardize=True, bounds=(-10.0, 10.0),
+                             target_bounds=(-1.0, 1.0),
                              random_state=0).fit(X, y, groups=groups)
     Z = (X - reg.feature_center_) / reg.feature_scale_
     inside = np.linalg.norm(Z, axis=1) <= stdz.standardized_row_bound(2)
@@ -219,17 +228,20 @@ def test_coefficients_are_mapped_back_exactly(monkeypatch):
 def test_large_budget_recovers_ols_on_badly_scaled_features():
     X, y, groups = _data(n_users=400)
     ols = LinearRegression().fit(X, y)
+    # the tight box is what the standardisation releases within (it used to
+    # be standardize_bounds, with rows in a ball of radius 10)
     reg = UserDPSGDRegressor(
-        epsilon=1e7, delta=1e-6, feature_bound=10.0, standardize=True,
-        standardize_share=0.5, standardize_bounds=([-3.0, -0.31], [3.0, -0.29]),
-        target_bound=10.0, clip_norm=5.0, learning_rate=0.3, max_iter=3000,
+        epsilon=1e7, delta=1e-6, standardize=True, standardize_share=0.5,
+        bounds=([-3.0, -0.31], [3.0, -0.29]), target_bounds=(-10.0, 10.0),
+        clip_norm=5.0, learning_rate=0.3, max_iter=3000,
         radius=100.0, random_state=0).fit(X, y, groups=groups)
     np.testing.assert_allclose(reg.coef_, ols.coef_, rtol=1e-3)
     assert reg.intercept_ == pytest.approx(ols.intercept_, rel=1e-3)
-    # without standardisation the same budget and steps do not get there:
-    # the spread 5e-4 makes the second direction's curvature ~1e-7
+    # without standardisation, in the loose box (-10, 10), the same budget and
+    # steps do not get there: the spread 5e-4 (5e-5 in box units) makes the
+    # second direction's curvature ~1e-9
     plain = UserDPSGDRegressor(
-        epsilon=1e7, delta=1e-6, feature_bound=10.0, target_bound=10.0,
+        epsilon=1e7, delta=1e-6, bounds=(-10.0, 10.0), target_bounds=(-10.0, 10.0),
         clip_norm=5.0, max_iter=3000, radius=100.0,
         random_state=0).fit(X, y, groups=groups)
     assert abs(plain.coef_[1] - ols.coef_[1]) > 0.5 * abs(ols.coef_[1])
@@ -257,7 +269,8 @@ def test_seeds_reproduce_and_inputs_are_untouched():
     (dict(calibration="paper"), "calibration='tight'"),
     (dict(sampling_rate=0.5), "Poisson"),
     (dict(standardize_share=1.0), "standardize_share"),
-    (dict(standardize_bounds=(1.0, -1.0)), "standardize_bounds"),
+    (dict(bounds=(1.0, -1.0)), "lower < upper"),
+    (dict(bounds=(0.0,)), "bounds must be 'auto' or a pair"),
 ])
 def test_bad_standardize_parameters_give_clear_errors(params, match):
     X, y, groups = _data()
@@ -274,7 +287,7 @@ def test_non_zcdp_plan_is_refused(monkeypatch):
         return plan.__class__(**{**plan.__dict__, "loss": ApproxDP(0.5, 1e-7)})
 
     monkeypatch.setattr(dpsgd, "plan_gradient_descent", approx_plan)
-    with pytest.raises(ValueError, match="composes in zCDP"):
+    with pytest.raises(ValueError, match="do not compose directly"):
         UserDPSGDRegressor(standardize=True).fit(X, y, groups=groups)
 
 
@@ -293,7 +306,8 @@ def test_audit_standardised_regressor(which, xy_audited):
         stat = lambda e: float(e.fitted_.intercept_)  # noqa: E731
     g = np.arange(n)
     reg = UserDPSGDRegressor(epsilon=1.0, standardize=True, standardize_share=0.5,
-                             clip_norm=1.0, max_iter=1)
+                             clip_norm=1.0, max_iter=1, bounds=(-1.0, 1.0),
+                             target_bounds=(-1.0, 1.0))
     res = audit_estimator(xy_audited(reg), X, Xp, groups=g, groups_prime=g.copy(),
                           statistic=stat, n_runs=5000,
                           random_state=0)
