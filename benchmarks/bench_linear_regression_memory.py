@@ -121,7 +121,7 @@ def _dense_fit(est, X, y, groups):
     codes, labels = check_groups(groups, X.shape[0])
     n_users = labels.shape[0]
     Xa = est._augment(X)
-    yc = np.clip(y, -est.target_bound, est.target_bound)
+    yc = np.clip(y, -1.0, 1.0)  # targets in box units
     p = Xa.shape[1]
     rows, cols, scale = _vech_layout(p, True)
     A = user_averaging_matrix(codes, n_users)
@@ -198,10 +198,10 @@ def _stages(est, X, y, groups, repeats):
     from skuserdp.mean._clip_noise import clip_noise_from_plan
 
     Xv, yv, codes, n_users = est._validate_supervised(X, y, groups)
-    yc = np.clip(yv, -est.target_bound, est.target_bound)
+    yc = np.clip(yv, -1.0, 1.0)  # targets in box units
     V = est._user_statistics(Xv, yc, codes, n_users)
     p = X.shape[1] + 1
-    plan, eig = est._plan(n_users, p, V.shape[1], est._max_radius())
+    plan, eig = est._plan(n_users, p, V.shape[1], est._max_radius(), est.epsilon)
     stages = {
         "validate X, y, groups": lambda: est._validate_supervised(X, y, groups),
         "streamed statistics (this issue)":
@@ -303,9 +303,12 @@ def ridge_comparison(users_list, reps, seed):
     for n_users in users_list:
         rng = np.random.default_rng([seed, n_users])
         groups = np.repeat(np.arange(n_users), m)
+        box = (-1.0 / math.sqrt(d), 1.0 / math.sqrt(d))
         ref = UserDPLinearRegression(epsilon=1.0, delta=1e-6, alpha=1.0)
+        ref.n_features_in_ = d  # the public shape fixes the plan
         p = d + 1
-        plan, _ = ref._plan(n_users, p, p * (p + 3) // 2 - 1, ref._max_radius())
+        plan, _ = ref._plan(n_users, p, p * (p + 3) // 2 - 1, ref._max_radius(),
+                            1.0)
         fixed = math.sqrt(2 * p * plan.noise_variance)
         errors = {"fixed": [], "auto": []}
         alphas = []
@@ -314,6 +317,7 @@ def ridge_comparison(users_list, reps, seed):
             y = np.clip(X @ w + 0.1 + 0.1 * rng.normal(size=n_users * m), -1, 1)
             for name, alpha in (("fixed", fixed), ("auto", "auto")):
                 est = UserDPLinearRegression(epsilon=1.0, delta=1e-6, alpha=alpha,
+                                             bounds=box, target_bounds=(-1, 1),
                                              random_state=rep)
                 est.fit(X, y, groups=groups)
                 errors[name].append(float(np.linalg.norm(est.coef_ - w)))

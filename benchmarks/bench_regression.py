@@ -56,6 +56,7 @@ and saved as CSV (one row per part, cell, method and epsilon) and JSON in
 """
 
 import argparse
+import math
 import os
 import sys
 import time
@@ -124,7 +125,7 @@ DPSGD_CONFIGS = [
     dict(name="dpsgd_standardized_tuned", aggregator="clip", clip_norm=0.5,
          learning_rate=0.3, max_iter=100, radius=5.0, alpha=0.0,
          standardize=True, standardize_share=0.2,
-         standardize_bounds=PUBLIC_BOX),
+         bounds=PUBLIC_BOX),
 ]
 # UserDPLinearRegression configurations (public ridge ``alpha`` added to the
 # noisy second-moment matrix of rows of norm <= 1, whose eigenvalues are <= 1:
@@ -229,9 +230,13 @@ def fit_ours(cls, cfg, X, y, groups, eps, seed, pub, *, sgd):
               PUBLIC_BOX: (pub["feature_lo"], pub["feature_hi"])}
     kw = {k: (public[v] if isinstance(v, str) and v in public else v)
           for k, v in cfg.items() if k not in ("name", "radius")}
-    common = dict(epsilon=eps, delta=DELTA, feature_bound=1.0,
-                  target_bound=pub["target_bound"], fit_intercept=True,
-                  random_state=seed)
+    # the rows are pre-scaled by public ranges to the box [-1/sqrt(d), 1/sqrt(d)]
+    # per coordinate (norm <= 1); the targets lie in [-B, B]
+    d = X.shape[1]
+    kw.setdefault("bounds", (-1.0 / math.sqrt(d), 1.0 / math.sqrt(d)))
+    common = dict(epsilon=eps, delta=DELTA,
+                  target_bounds=(-pub["target_bound"], pub["target_bound"]),
+                  fit_intercept=True, random_state=seed)
     if sgd:
         common.update(loss="squared_error",
                       radius=cfg.get("radius", pub["radius"]))

@@ -163,7 +163,6 @@ def dpgd_rep(data, codes, n_users, eps, share, seed):
     from skuserdp.linear_model import UserDPSGDRegressor
     from skuserdp.privacy._conversion import zcdp_rho_for, zcdp_to_approx_dp
     X, y, y_raw, groups = data["X"], data["y"], data["y_raw"], data["groups"]
-    d = X.shape[1]
     rho = zcdp_rho_for(eps, DELTA)
     seeds = np.random.SeedSequence(seed).generate_state(2)
     if share is None:
@@ -174,8 +173,10 @@ def dpgd_rep(data, codes, n_users, eps, share, seed):
         eps_fit = zcdp_to_approx_dp(rho - rho_std, DELTA).epsilon
     Z = (X - mean) / sd
     model = UserDPSGDRegressor(
-        epsilon=eps_fit, delta=DELTA, feature_bound=Z_BOUND_PER_COORD * math.sqrt(d),
-        target_bound=rd.target_bound(), random_state=int(seeds[1]), **DPGD,
+        epsilon=eps_fit, delta=DELTA,
+        bounds=(-Z_BOUND_PER_COORD, Z_BOUND_PER_COORD),
+        target_bounds=(-rd.target_bound(), rd.target_bound()),
+        random_state=int(seeds[1]), **DPGD,
     ).fit(Z, y, groups=groups)
     r2 = float(r2_score(y_raw, rd.unscale_target(model.predict(Z))))
     return {"part": "dpgd", "epsilon": eps,
@@ -218,9 +219,9 @@ def sensitivity_rep(data, label, kwargs, seed):
     from skuserdp.linear_model import UserDPSGDRegressor
     lo, hi = rd.feature_bounds()
     model = UserDPSGDRegressor(
-        epsilon=SENSITIVITY_EPSILON, delta=DELTA, feature_bound=1.0,
-        target_bound=rd.target_bound(), standardize=True,
-        standardize_bounds=(lo, hi), random_state=seed, **kwargs,
+        epsilon=SENSITIVITY_EPSILON, delta=DELTA, bounds=(lo, hi),
+        target_bounds=(-rd.target_bound(), rd.target_bound()), standardize=True,
+        random_state=seed, **kwargs,
     ).fit(data["X"], data["y"], groups=data["groups"])
     r2 = float(r2_score(data["y_raw"], rd.unscale_target(model.predict(data["X"]))))
     return {"part": "sensitivity", "config": label, "r2": r2,

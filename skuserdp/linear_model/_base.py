@@ -1,14 +1,18 @@
-"""What the user-level linear models share: inputs, public bounds, spend.
+"""What the user-level linear models share: inputs, public boxes, spend.
 
-Rows and targets are mapped onto the declared public domain before anything
-else (a per-row, hence per-user, operation that costs no privacy): every row
-of ``X`` is projected onto the ℓ2 ball of radius ``feature_bound`` and every
-target is clipped to ``[-target_bound, target_bound]``. With an intercept the
-model acts on the augmented row ``x̃ = (x, 1)``, of norm at most
-``√(feature_bound² + 1)``.
+Issue 15: one vocabulary for the public domain. ``bounds=(lower, upper)``
+per feature of ``X`` and, for regressors, ``target_bounds=(lower, upper)``,
+in the units of the data; ``"auto"`` learns the box privately at user level
+(:func:`skuserdp.mechanisms.private_bounds` on the users' means, charged to
+the fit). Rows and targets are then clipped to their boxes and mapped to
+``[-1, 1]`` per coordinate (``z = (x − mid)/half``): a per-row, hence
+per-user, operation. The optimisation runs on ``z`` (rows of ℓ2 norm at most
+``√n_features``; with an intercept the augmented row ``(z, 1)``), and the
+fitted model is mapped back to the units of ``X`` and ``y``.
 """
 
 import math
+from dataclasses import dataclass
 from numbers import Integral, Real
 
 import numpy as np
@@ -17,8 +21,20 @@ from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ..base import UserLevelMixin, _check_not_sparse, resolve_user_codes
+from ..base import (
+    BOUNDS_CONSTRAINTS,
+    BOUNDS_SHARE_PURE,
+    BOUNDS_SHARE_ZCDP,
+    UserLevelMixin,
+    _check_not_sparse,
+    learn_box,
+    resolve_user_codes,
+)
+from ..privacy import split_for_public_bounds
 from ..privacy._conversion import report_spend
+from ..users._aggregate import _means_by_code
+from ..utils._random import make_seed_sequence
+from ..utils._validation import check_bounds
 
 __all__ = ["project_rows", "user_averaging_matrix"]
 
@@ -59,14 +75,95 @@ def user_averaging_matrix(codes, n_users):
                         shape=(n_users, n_rows))
 
 
+@dataclass(frozen=True)
+class PublicScale:
+    """The boxes of a fit and the affine map to ``[-1, 1]`` per coordinate.
+
+    Attributes
+    ----------
+    lower, upper : ndarray of shape (n_features,)
+        The box of the rows.
+    y_lower, y_upper : float or None
+        The box of the targets (regressors), else None.
+    """
+
+    lower: np.ndarray
+    upper: np.ndarray
+    y_lower: object = None
+    y_upper: object = None
+
+    @property
+    def mid(self):
+        return 0.5 * self.lower + 0.5 * self.upper
+
+    @property
+    def half(self):
+        return np.maximum(0.5 * self.upper - 0.5 * self.lower, 2.0 ** -256)
+
+    @property
+    def y_mid(self):
+        return 0.0 if self.y_lower is None else 0.5 * self.y_lower + 0.5 * self.y_upper
+
+    @property
+    def y_half(self):
+        if self.y_lower is None:
+            return 1.0
+        return max(0.5 * self.y_upper - 0.5 * self.y_lower, 2.0 ** -256)
+
+    def rows(self, X):
+        """Rows clipped to the box, in box units ``[-1, 1]`` (a new array)."""
+        Z = np.clip(X, self.lower, self.upper)
+        Z -= self.mid
+        Z /= self.half
+        return Z
+
+    def targets(self, y):
+        """Targets clipped to their box, in box units (a new array)."""
+        if self.y_lower is None:
+            return np.asarray(y, dtype=np.float64).copy()
+        return (np.clip(y, self.y_lower, self.y_upper) - self.y_mid) / self.y_half
+
+    def unscale(self, coef_z, intercept_z):
+        """Map a model on ``(z, y_z)`` back to ``(x, y)``.
+
+        ``y = y_mid + y_half·(w·z + b)`` with ``z = (x − mid)/half`` gives
+        ``coef = y_half·w/half`` and ``intercept = y_mid + y_half·(b −
+        Σ w·mid/half)``.
+        """
+        w = np.atleast_2d(coef_z) / self.half
+        coef = self.y_half * w
+        intercept = self.y_mid + self.y_half * (np.asarray(intercept_z) - w @ self.mid)
+        return coef, intercept
+
+
+BOX_PARAMS_DOC = """\
+    bounds : "auto" or tuple (lower, upper), default="auto"
+        Public box of the rows, in the units of ``X``: ``lower`` and
+        ``upper`` are floats (broadcast) or arrays of shape (n_features,),
+        e.g. a codebook's ranges. Rows are clipped to it and the model is
+        fitted on ``(x − mid)/half`` (every coordinate in ``[-1, 1]``), then
+        mapped back: ``coef_`` acts on ``X`` as given. ``"auto"`` learns it
+        privately (per feature, a private median and spread of the users'
+        means, box ``median ± 4·spread``; see
+        :func:`skuserdp.mechanisms.private_bounds`) from ``bounds_share`` of
+        the budget, included in ``epsilon_``. Rows outside the box are
+        clipped (a bias, never a privacy cost); a feature shared by three
+        quarters of the users at one value (a rare binary feature) gets a
+        flat box: declare its bounds.
+    bounds_share : float, default=None
+        Share of the budget spent learning the ``"auto"`` boxes (of ρ when
+        the fit is accounted in zCDP; ``None``: 0.1; of ε otherwise;
+        ``None``: 0.25)."""
+
+
 class _UserDPLinearModel(UserLevelMixin, BaseEstimator):
-    """Base class: validation, public bounds and the fitted spend."""
+    """Base class: validation, public boxes and the fitted spend."""
 
     _parameter_constraints: dict = {
         "epsilon": [Interval(Real, 0, None, closed="neither")],
         "delta": [Interval(Real, 0, 1, closed="left")],
         "fit_intercept": ["boolean"],
-        "feature_bound": [Interval(Real, 0, None, closed="neither")],
+        **BOUNDS_CONSTRAINTS,
         "calibration": [StrOptions({"tight", "paper"})],
         "random_state": ["random_state"],
         "n_jobs": [None, Integral],
@@ -82,17 +179,74 @@ class _UserDPLinearModel(UserLevelMixin, BaseEstimator):
         codes, n_users = resolve_user_codes(self, groups, X.shape[0])
         return X, y, codes, n_users
 
-    def _augment(self, X):
-        """Rows projected onto the feature ball, with a column of ones."""
-        X = project_rows(X, self.feature_bound)
+    def _augment(self, Z):
+        """Rows in box units, with a column of ones for the intercept."""
         if self.fit_intercept:
-            X = np.hstack([X, np.ones((X.shape[0], 1))])
-        return X
+            Z = np.hstack([Z, np.ones((Z.shape[0], 1))])
+        return Z
+
+    @property
+    def _feature_bound(self):
+        """ℓ2 bound of rows in box units: ``√n_features``."""
+        return math.sqrt(self.n_features_in_)
 
     @property
     def _row_bound(self):
-        b = float(self.feature_bound)
+        b = self._feature_bound
         return math.sqrt(b * b + 1.0) if self.fit_intercept else b
+
+    def _zcdp_accounting(self):
+        """Whether the fit's own releases are accounted in zCDP."""
+        return self.delta > 0 and self.calibration == "tight"
+
+    def _public_scale(self, X, y, codes, n_users, *, target_bounds=None):
+        """Resolve the boxes of the rows (and targets): declared or learned.
+
+        Returns ``(scale, loss, epsilon, random_state)``: the
+        :class:`PublicScale`, the loss of the private bounds step (None when
+        everything was declared), the ε left for the fit (at the same δ) and
+        the seed of the rest of the fit.
+        """
+        p = X.shape[1]
+        regress = target_bounds is not None
+        auto_x = isinstance(self.bounds, str)
+        auto_y = regress and isinstance(target_bounds, str)
+        if not auto_x:
+            lower, upper = check_bounds(self.bounds, p)
+        if regress and not auto_y:
+            yl, yu = check_bounds(target_bounds, 1, name="target_bounds")
+            y_box = (float(yl[0]), float(yu[0]))
+        k = p * auto_x + auto_y
+        if k == 0:
+            scale = PublicScale(lower, upper, *(y_box if regress else (None, None)))
+            return scale, None, self.epsilon, self.random_state
+        zcdp = self._zcdp_accounting()
+        share = self.bounds_share
+        if share is None:
+            share = BOUNDS_SHARE_ZCDP if zcdp else BOUNDS_SHARE_PURE
+        eps0, loss, eps_rest, _ = split_for_public_bounds(
+            self.epsilon, self.delta, share, 2 * k, zcdp=zcdp)
+        seed_bounds, seed_rest = make_seed_sequence(self.random_state).spawn(2)
+        cols = []
+        if auto_x:
+            cols.append(_means_by_code(X, codes, n_users)[0])
+        if auto_y:
+            cols.append(_means_by_code(np.asarray(y, dtype=np.float64)[:, None],
+                                       codes, n_users)[0])
+        lo, hi = learn_box(type(self).__name__, np.hstack(cols), eps0, seed_bounds,
+                           stacklevel=5)
+        if auto_x:
+            lower, upper = lo[:p], hi[:p]
+        if auto_y:
+            y_box = (float(lo[-1]), float(hi[-1]))
+        scale = PublicScale(lower, upper, *(y_box if regress else (None, None)))
+        return scale, loss, eps_rest, seed_rest
+
+    def _record_scale(self, scale):
+        """Fitted boxes (declared, or private releases that were charged)."""
+        self.bounds_ = (scale.lower, scale.upper)
+        if scale.y_lower is not None:
+            self.target_bounds_ = (scale.y_lower, scale.y_upper)
 
     def _set_spend(self, loss):
         eps, delta, rho = report_spend(loss, self.delta)
@@ -113,6 +267,6 @@ class _UserDPLinearModel(UserLevelMixin, BaseEstimator):
         check_is_fitted(self)
         _check_not_sparse(X)
         X = validate_data(self, X, reset=False, dtype=np.float64, order="C")
-        X = project_rows(X, self.feature_bound)
+        X = np.clip(X, *self.bounds_)
         coef = np.atleast_2d(self.coef_)
         return X @ coef.T + self.intercept_

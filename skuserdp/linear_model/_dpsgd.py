@@ -7,6 +7,7 @@ Theorem 3), §5.1 (Algorithm 4, Theorem 4); spec
 ids into per-user average gradients and public constants.
 """
 
+import math
 import warnings
 from numbers import Integral, Real
 
@@ -18,10 +19,17 @@ from sklearn.utils.multiclass import check_classification_targets
 
 from ..exceptions import ClassesFromDataWarning
 from ..mean._concentration import tau_gradients
-from ..privacy import ZCDP, compose, split_zcdp
+from ..mean._clip_noise import clip_noise_from_plan, plan_clip_noise
+from ..mechanisms._private_bounds import private_quantile
+from ..privacy import ZCDP, bounded_range_epsilon, compose, split_zcdp
 from ..utils._docstrings import fill_doc
+from ..users._aggregate import _means_by_code
 from ..utils._random import make_seed_sequence
-from ._base import _UserDPLinearModel, project_rows, user_averaging_matrix
+from ._base import (
+    BOX_PARAMS_DOC,
+    _UserDPLinearModel,
+    project_rows,
+)
 from ._losses import get_loss
 from ._sgd import (
     phased_erm,
@@ -29,35 +37,26 @@ from ._sgd import (
     plan_phased_erm,
     private_gradient_descent,
 )
-from ._standardize import (
-    check_standardize_bounds,
-    private_standardization,
-    standardized_row_bound,
-)
+from ._standardize import private_standardization, standardized_row_bound
+from ._user_gradients import user_gradient_fn
 
 __all__ = ["UserDPSGDRegressor", "UserDPSGDClassifier"]
 
+#: share of the zCDP budget of clip_norm="auto" (the private median of the
+#: users' gradient norms at the starting point)
+CLIP_SHARE = 0.05
+#: share of the zCDP budget of learning_rate="auto" (the private smoothness of
+#: the average loss: the users' mean squared row norm)
+SMOOTH_SHARE = 0.05
+#: share of the zCDP budget of the starting intercept (regression with
+#: clip_norm="auto"): the users' mean target
+INTERCEPT_SHARE = 0.02
+
 
 def _user_gradient_fn(loss, Xa, y, codes, n_users, n_outputs):
-    """``users -> (theta -> per-user average gradients)`` of the data term."""
-    A_all = user_averaging_matrix(codes, n_users)
-
-    def for_users(users=None):
-        if users is None:
-            A, rows = A_all, slice(None)
-        else:
-            rows = np.flatnonzero(np.isin(codes, users))
-            A = A_all[users][:, rows]
-        Xr, yr = Xa[rows], y[rows]
-
-        def gradients(theta):
-            W = theta.reshape(n_outputs, -1)
-            F = loss.residual_factor(Xr @ W.T, yr)  # (rows, n_outputs)
-            return np.hstack([A @ (F[:, [k]] * Xr) for k in range(n_outputs)])
-
-        return gradients
-
-    return for_users
+    """``users -> (theta -> per-user average gradients)`` of the data term
+    (:func:`skuserdp.linear_model._user_gradients.user_gradient_fn`)."""
+    return user_gradient_fn(loss, Xa, y, codes, n_users, n_outputs)
 
 
 class _BaseUserDPSGD(_UserDPLinearModel):
@@ -79,7 +78,6 @@ class _BaseUserDPSGD(_UserDPLinearModel):
         "gamma": [Interval(Real, 0, 1, closed="neither")],
         "standardize": ["boolean"],
         "standardize_share": [Interval(Real, 0, 1, closed="neither")],
-        "standardize_bounds": [None, "array-like"],
         "verbose": ["verbose"],
     }
 
@@ -134,36 +132,104 @@ class _BaseUserDPSGD(_UserDPLinearModel):
         if problems:
             raise ValueError("standardize=True needs " + "; ".join(problems) + ".")
 
-    def _fit_model(self, loss, X, y, codes, n_users, n_outputs, target_bound):
-        """Fit on the public-bounded rows (optionally privately standardised);
-        return ``(coef, intercept)`` of shapes ``(n_outputs, n_features)`` and
-        ``(n_outputs,)`` on the scale of ``X``."""
-        if not self.standardize:
-            W = self._fit_parameters(loss, self._augment(X), y, codes, n_users,
-                                     n_outputs, target_bound)
-            return self._set_coef(W)
-        self._check_standardize()
-        X = project_rows(X, self.feature_bound)
-        lower, upper = check_standardize_bounds(self.standardize_bounds, X.shape[1],
-                                                self.feature_bound)
-        pre_budget, eps_rest = split_zcdp(self.epsilon, self.delta,
-                                          self.standardize_share)
-        seed_scale, seed_fit = make_seed_sequence(self.random_state).spawn(2)
-        center, scale, pre_loss = private_standardization(
-            X, codes, n_users, budget=pre_budget, lower=lower, upper=upper,
-            random_state=seed_scale, n_jobs=self.n_jobs)
-        bound = standardized_row_bound(X.shape[1])
-        Z = project_rows((np.clip(X, lower, upper) - center) / scale, bound)
-        Za = np.hstack([Z, np.ones((Z.shape[0], 1))])
-        W = self._fit_parameters(loss, Za, y, codes, n_users, n_outputs,
-                                 target_bound, epsilon=eps_rest,
-                                 row_bound=float(np.hypot(bound, 1.0)),
-                                 random_state=seed_fit, pre_loss=pre_loss)
-        coef = W[:, :-1] / scale
-        self.feature_center_, self.feature_scale_ = center, scale
-        return coef, W[:, -1] - coef @ center
+    def _zcdp_accounting(self):
+        # with delta > 0 the releases compose in zCDP (the clip aggregator
+        # also with the paper's calibration), except under Poisson sampling
+        return (self.delta > 0
+                and (self.aggregator == "clip" or self.calibration == "tight")
+                and (self.sampling_rate is None or self.sampling_rate >= 1))
 
-    def _fit_parameters(self, loss, Xa, y, codes, n_users, n_outputs, target_bound,
+    def _fit_model(self, make_loss, X, y, codes, n_users, n_outputs,
+                   target_bounds=None):
+        """Fit on the rows clipped to their box in box units (optionally
+        privately standardised); return ``(coef, intercept)`` of shapes
+        ``(n_outputs, n_features)`` and ``(n_outputs,)`` in the units of
+        ``X`` and ``y``. ``make_loss(y_half)`` builds the loss on the scaled
+        targets."""
+        if self.standardize:
+            self._check_standardize()
+        scale, pre_loss, epsilon, seed = self._public_scale(
+            X, y, codes, n_users, target_bounds=target_bounds)
+        self._record_scale(scale)
+        loss = make_loss(scale.y_half)
+        Z, yz = scale.rows(X), scale.targets(y)
+        if not self.standardize:
+            W = self._fit_parameters(loss, self._augment(Z), yz, codes, n_users,
+                                     n_outputs, epsilon=epsilon, random_state=seed,
+                                     pre_loss=pre_loss)
+            return scale.unscale(*self._set_coef(W))
+        pre_budget, eps_rest = split_zcdp(epsilon, self.delta, self.standardize_share)
+        seed_scale, seed_fit = make_seed_sequence(seed).spawn(2)
+        ones = np.ones(Z.shape[1])
+        center, spread, std_loss = private_standardization(
+            Z, codes, n_users, budget=pre_budget, lower=-ones, upper=ones,
+            random_state=seed_scale, n_jobs=self.n_jobs)
+        bound = standardized_row_bound(Z.shape[1])
+        S = project_rows((Z - center) / spread, bound)
+        Sa = np.hstack([S, np.ones((S.shape[0], 1))])
+        W = self._fit_parameters(
+            loss, Sa, yz, codes, n_users, n_outputs, epsilon=eps_rest,
+            row_bound=float(np.hypot(bound, 1.0)), random_state=seed_fit,
+            pre_loss=std_loss if pre_loss is None else compose(pre_loss, std_loss))
+        coef = W[:, :-1] / spread
+        self.feature_center_ = scale.mid + scale.half * center
+        self.feature_scale_ = scale.half * spread
+        return scale.unscale(coef, W[:, -1] - coef @ center)
+
+    def _private_smoothness(self, loss, Xa, codes, n_users, row_bound, epsilon, seed):
+        """``learning_rate="auto"``: the smoothness of the *average* loss.
+
+        Its Hessian is at most ``c·mean_u mean_i x̃x̃ᵀ`` (``c`` the loss's
+        curvature constant), whose largest eigenvalue is at most its trace,
+        the users' mean of ``mean_i ‖x̃‖²`` — often far below the worst-case
+        ``row_bound²``. One clip-and-noise release of that mean (each user's
+        value lies in ``[0, row_bound²]``) from ``SMOOTH_SHARE`` of the zCDP
+        budget, charged; ``H`` uses its upper confidence bound (+2 noise
+        SDs). Returns ``(H, loss, epsilon_rest, seed_rest)``.
+        """
+        first, eps_rest = split_zcdp(epsilon, self.delta, SMOOTH_SHARE)
+        seed_h, seed_rest = make_seed_sequence(seed).spawn(2)
+        b2 = float(row_bound) ** 2
+        sq = np.einsum("ij,ij->i", Xa, Xa)[:, None]
+        per_user = _means_by_code(sq, codes, n_users)[0]
+        plan = plan_clip_noise(n_users, 1, budget=first, radius=0.5 * b2)
+        released = clip_noise_from_plan(per_user, plan, center=np.array([0.5 * b2]),
+                                        random_state=seed_h)[0]
+        upper = min(b2, max(released, 0.0) + 2.0 * math.sqrt(plan.noise_variance))
+        self.mean_squared_row_norm_ = float(released)
+        H = loss.smoothness(math.sqrt(upper)) + float(self.alpha)
+        return H, plan.loss, eps_rest, seed_rest
+
+    def _private_intercept(self, y, codes, n_users, epsilon, seed):
+        """The starting intercept of ``clip_norm="auto"`` (regression): the
+        users' mean target in box units (each user's mean lies in
+        ``[-1, 1]``), one clip-and-noise release from ``INTERCEPT_SHARE`` of
+        the zCDP budget, charged. Starting there, the gradient norms whose
+        median sets the clip norm reflect the slopes, not the offset of the
+        target's box. Returns ``(b0, loss, epsilon_rest, seed_rest)``."""
+        first, eps_rest = split_zcdp(epsilon, self.delta, INTERCEPT_SHARE)
+        seed_b, seed_rest = make_seed_sequence(seed).spawn(2)
+        per_user = _means_by_code(np.asarray(y, dtype=np.float64)[:, None], codes,
+                                  n_users)[0]
+        plan = plan_clip_noise(n_users, 1, budget=first, radius=1.0)
+        b0 = float(np.clip(clip_noise_from_plan(per_user, plan, random_state=seed_b)[0],
+                           -1.0, 1.0))
+        return b0, plan.loss, eps_rest, seed_rest
+
+    def _private_clip_norm(self, users_fn, theta0, epsilon, seed):
+        """``clip_norm="auto"``: the private median of the users' gradient
+        norms at the starting point, from ``CLIP_SHARE`` of the zCDP budget.
+
+        Returns ``(C, loss, epsilon_rest, seed_rest)``."""
+        first, eps_rest = split_zcdp(epsilon, self.delta, CLIP_SHARE)
+        seed_clip, seed_rest = make_seed_sequence(seed).spawn(2)
+        norms = np.linalg.norm(users_fn()(theta0), axis=1)
+        # a few ulps below the charge, so that rounding never overspends it
+        eps0 = bounded_range_epsilon(first.rho * (1.0 - 8.0 * np.finfo(float).eps))
+        C = private_quantile(norms, 0.5, eps0, random_state=seed_clip)
+        return C, first, eps_rest, seed_rest
+
+    def _fit_parameters(self, loss, Xa, y, codes, n_users, n_outputs,
                         *, epsilon=None, row_bound=None, random_state=None,
                         pre_loss=None):
         """Plan and run the private optimisation; return the parameter matrix.
@@ -176,7 +242,13 @@ class _BaseUserDPSGD(_UserDPLinearModel):
         row_bound = self._row_bound if row_bound is None else row_bound
         random_state = self.random_state if random_state is None else random_state
         n_params = n_outputs * Xa.shape[1]
-        G, H = self._public_constants(loss, target_bound, row_bound)
+        # targets are in box units: |y| <= 1 (regression; labels for classifiers)
+        G, H = self._public_constants(loss, 1.0, row_bound)
+        if self.learning_rate == "auto" and self._zcdp_accounting():
+            H, smooth_loss, epsilon, random_state = self._private_smoothness(
+                loss, Xa, codes, n_users, row_bound, epsilon, random_state)
+            pre_loss = (smooth_loss if pre_loss is None
+                        else compose(pre_loss, smooth_loss))
         tau = self._tau(G, H, n_params)
         sampling_rate = self._check_sampling()
         clip = None if self.clip_norm == "auto" else float(self.clip_norm)
@@ -184,6 +256,21 @@ class _BaseUserDPSGD(_UserDPLinearModel):
         users_fn = _user_gradient_fn(loss, Xa, y, codes, n_users, n_outputs)
         penalty = self._penalty_gradient(n_outputs, Xa.shape[1])
         theta0 = np.zeros(n_params)
+        learn_clip = (clip is None and self.aggregator == "clip"
+                      and self._zcdp_accounting())
+        if learn_clip and self.fit_intercept and not loss.is_classification:
+            # start at a private intercept (the users' mean target, box units)
+            theta0[-1], icpt_loss, epsilon, random_state = self._private_intercept(
+                y, codes, n_users, epsilon, random_state)
+            pre_loss = icpt_loss if pre_loss is None else compose(pre_loss, icpt_loss)
+        if learn_clip:
+            clip, clip_loss, epsilon, random_state = self._private_clip_norm(
+                users_fn, theta0, epsilon, random_state)
+            # never above G (no clipping bias), never below G/1000 (a median
+            # of vanishing gradients would freeze the fit)
+            clip = min(max(clip, 1e-3 * G), G)
+            pre_loss = clip_loss if pre_loss is None else compose(pre_loss, clip_loss)
+        self.clip_norm_ = G if clip is None else clip
         if self.solver == "gd":
             plan = plan_gradient_descent(
                 n_users, n_params, epsilon=epsilon, delta=self.delta,
@@ -220,10 +307,15 @@ class _BaseUserDPSGD(_UserDPLinearModel):
 
     @staticmethod
     def _check_plan_loss(plan, pre_loss):
-        if pre_loss is not None and not isinstance(plan.loss, ZCDP):
+        """The earlier releases (boxes, clip norm, standardisation) compose
+        with the plan: both zCDP, or both (ε, δ)-DP."""
+        if pre_loss is not None and (isinstance(pre_loss, ZCDP)
+                                     != isinstance(plan.loss, ZCDP)):
             raise ValueError(
-                "standardize=True composes in zCDP, but this configuration plans "
-                f"a {type(plan.loss).__name__} loss; use aggregator='clip'.")
+                f"the preliminary releases spend a {type(pre_loss).__name__} loss "
+                f"and this configuration plans a {type(plan.loss).__name__} loss; "
+                "they do not compose directly (standardize=True needs "
+                "aggregator='clip').")
 
     def _penalty_gradient(self, n_outputs, n_cols):
         if self.alpha == 0:
@@ -243,12 +335,10 @@ _COMMON_PARAMS = """\
         release.
     fit_intercept : bool, default=True
         Whether to fit an intercept (the model then acts on ``(x, 1)``).
-    feature_bound : float, default=1.0
-        Public bound on the ℓ2 norm of every row of ``X``; rows are projected
-        onto this ball at fit and predict time. Scale features with *public*
-        ranges first (see the Notes).
+""" + BOX_PARAMS_DOC + """
     radius : float, default=5.0
-        Radius R of the public parameter ball ``‖(coef, intercept)‖₂ ≤ R``;
+        Radius R of the public parameter ball ``‖(w, b)‖₂ ≤ R`` of the model
+        on the box-scaled rows and targets (every coordinate in ``[-1, 1]``);
         every iterate is projected onto it.
     max_iter : int, default=100
         Number T of gradient steps (a public choice, never a data-driven
@@ -262,10 +352,18 @@ _COMMON_PARAMS = """\
         gradients instead of the clip norm — it pays off when users have
         many rows.
     clip_norm : float or "auto", default="auto"
-        ``aggregator="clip"``: public ℓ2 clip radius C of the per-user average
-        gradients. ``"auto"`` is the public gradient bound G (no clipping
-        bias, but G is often far larger than typical gradients; a smaller C
-        trades bias for much less noise).
+        ``aggregator="clip"``: ℓ2 clip radius C of the per-user average
+        gradients (on the box-scaled problem). ``"auto"``: with zCDP
+        accounting (``delta > 0``, ``calibration="tight"``, no Poisson
+        sampling), the private median of the users' gradient norms at the
+        starting point (one exponential-mechanism release,
+        :func:`skuserdp.mechanisms.private_quantile`, from 5% of ρ, charged;
+        kept within ``[G/1000, G]``); for a regressor with an intercept the
+        starting intercept is then first set to a private mean of the
+        targets (2% of ρ), so that the median reflects the slopes rather
+        than the offset of ``target_bounds``. Otherwise the public gradient
+        bound G (no clipping bias, much more noise). The value used is
+        ``clip_norm_``.
     solver : {"gd", "phased_erm"}, default="gd"
         ``"gd"``: projected gradient descent with the step sizes of spec
         §3.7 and averaged iterates. ``"phased_erm"``: Levy et al.'s
@@ -273,10 +371,14 @@ _COMMON_PARAMS = """\
         towards the previous phase with ``λ_t = 4^t·λ``; each phase uses the
         whole budget by parallel composition).
     learning_rate : float or "auto", default="auto"
-        ``"auto"``: ``η = 1/(H + ν√T/R)`` from the public smoothness H and
-        the data-independent noise level ν of the released gradients, with
-        the average of the last half of the iterates. A float is a constant
-        step size (same averaging).
+        ``"auto"``: ``η = 1/(H + ν√T/R)`` from the smoothness H and the
+        data-independent noise level ν of the released gradients, with the
+        average of the last half of the iterates. With zCDP accounting H is
+        the smoothness of the *average* loss, bounded by the users' mean
+        squared row norm (released privately from 5% of ρ, charged, upper
+        confidence bound: ``mean_squared_row_norm_``), often far below the
+        worst-case ``row_bound²`` used otherwise. A float is a constant step
+        size (same averaging).
     sampling_rate : float, default=None
         Poisson user sampling (``aggregator="clip"``, ``solver="gd"``): each
         step uses every user independently with this public probability and
@@ -307,11 +409,6 @@ _COMMON_PARAMS = """\
     standardize_share : float, default=0.2
         Fraction in (0, 1) of the zCDP budget ``ρ(ε, δ)`` spent on the
         standardisation (half on the centres, half on the spreads).
-    standardize_bounds : (lower, upper), default=None
-        Public per-feature bounds used by the standardisation (floats or
-        arrays of shape ``(n_features,)``); values outside are clipped.
-        ``None`` is ``[−feature_bound, feature_bound]`` for every feature;
-        tighter public per-feature ranges make the releases more accurate.
     {calibration}
     {random_state}
     {n_jobs}
@@ -335,9 +432,17 @@ _COMMON_ATTRS = """\
         targets.
     rho_ : float or None
         The zCDP ρ spent, when the loss is zCDP or pure.
+    bounds_ : tuple (lower, upper)
+        The box of the rows (declared, or learned privately).
+    clip_norm_ : float
+        The clip norm used (on the box-scaled problem; a private release
+        when ``clip_norm="auto"``).
+    mean_squared_row_norm_ : float
+        With ``learning_rate="auto"`` and zCDP accounting: the private
+        users' mean squared row norm behind the step size (box units).
     feature_center_, feature_scale_ : ndarray of shape (`n_features_in_`,)
-        With ``standardize=True`` only: the private centres and spreads
-        (user-level DP releases, part of the spend)."""
+        With ``standardize=True`` only: the private centres and spreads in
+        the units of ``X`` (user-level DP releases, part of the spend)."""
 
 _NOTES = """\
     The fit sees the data only through one private mean of the users'
@@ -345,24 +450,22 @@ _NOTES = """\
     penalty are post-processing. Nothing non-private is stored: no loss
     curve, no count of clipped users.
 
-    **Scaling without leaking.** ``feature_bound`` and ``target_bound`` must
-    be public. Fitting a ``StandardScaler`` or ``MinMaxScaler`` on the private
-    data is itself a leak (its means, variances or extremes are published in
-    the scaler and shape the model). Scale by *public* ranges instead — from
-    a codebook, a survey design or domain knowledge — e.g. ``x ↦ (x −
-    mid)/halfrange`` per feature, then divide by ``√n_features`` so that
-    every row has norm at most 1 (``feature_bound=1``). A
-    ``FunctionTransformer`` with those constants does it inside a Pipeline.
+    **Scaling without leaking.** Fitting a ``StandardScaler`` or
+    ``MinMaxScaler`` on the private data is itself a leak (its means,
+    variances or extremes are published in the scaler and shape the model).
+    Pass raw units: the estimator scales by the public boxes ``bounds`` (and
+    ``target_bounds``), declared from a codebook, a survey design or domain
+    knowledge, or learned privately with ``"auto"``.
 
     **Private standardisation** (``standardize=True``, an OUR CHOICE step,
     not from the papers). Clipped isotropic noise is only as good as the
     geometry of the features: with loose public ranges the small-spread
     features drown in it. The estimator then releases per-feature centres
-    ``m̂`` (mean of the users' means, rows clipped to the public box) and
+    ``m̂`` (mean of the users' means, rows clipped to the box ``bounds``) and
     spreads ``ŝ = √(π/2)·`` mean of the users' mean absolute deviations from
     ``m̂``, each at half of ``standardize_share·ρ``. A released deviation is
     floored at two standard deviations of its own (public) noise, and the
-    spread at 5% of the public half-range: an under-estimated spread would
+    spread at 5% of the box's half-range: an under-estimated spread would
     inflate the feature's curvature past the step size. It then fits on
     ``z = (x − m̂)/ŝ`` with rows projected onto the ball of radius
     ``3√n_features`` (``radius``, ``alpha`` and ``clip_norm`` then act on the
@@ -396,8 +499,10 @@ class UserDPSGDRegressor(RegressorMixin, _BaseUserDPSGD):
         ``huber_delta``.
     huber_delta : float, default=1.35
         Threshold of the Huber loss (in target units).
-    target_bound : float, default=1.0
-        Public bound on ``|y|``; targets are clipped to it.
+    target_bounds : "auto" or tuple (lower, upper), default="auto"
+        Public range of ``y`` (floats), e.g. from a codebook; targets are
+        clipped to it and scaled to ``[-1, 1]``. ``"auto"`` learns it
+        privately with the feature boxes (same share of the budget).
 """ + _COMMON_PARAMS + """
 
     Attributes
@@ -425,7 +530,8 @@ class UserDPSGDRegressor(RegressorMixin, _BaseUserDPSGD):
     >>> groups = np.repeat(np.arange(2000), 10)
     >>> X = rng.uniform(-0.5, 0.5, size=(20000, 2))
     >>> y = X @ [0.8, -0.4] + 0.1 + 0.05 * rng.normal(size=20000)
-    >>> reg = UserDPSGDRegressor(epsilon=1.0, clip_norm=0.5, max_iter=200,
+    >>> reg = UserDPSGDRegressor(epsilon=1.0, bounds=(-0.5, 0.5),
+    ...                          target_bounds=(-1.0, 1.0),
     ...                          random_state=0).fit(X, y, groups=groups)
     >>> reg.coef_.round(1), round(reg.intercept_, 1)
     (array([ 0.8, -0.4]), 0.1)
@@ -437,24 +543,26 @@ class UserDPSGDRegressor(RegressorMixin, _BaseUserDPSGD):
         **_BaseUserDPSGD._parameter_constraints,
         "loss": [StrOptions({"squared_error", "huber"})],
         "huber_delta": [Interval(Real, 0, None, closed="neither")],
-        "target_bound": [Interval(Real, 0, None, closed="neither")],
+        "target_bounds": [StrOptions({"auto"}), "array-like"],
     }
 
     def __init__(self, epsilon=1.0, delta=1e-6, *, loss="squared_error",
-                 huber_delta=1.35, target_bound=1.0, alpha=0.0, fit_intercept=True,
-                 feature_bound=1.0, radius=5.0, max_iter=100, aggregator="clip",
-                 clip_norm="auto", solver="gd", learning_rate="auto",
-                 sampling_rate=None, tau="auto", samples_per_user=None, gamma=0.01,
-                 standardize=False, standardize_share=0.2, standardize_bounds=None,
-                 calibration="tight", random_state=None, n_jobs=None, verbose=0):
+                 huber_delta=1.35, bounds="auto", target_bounds="auto",
+                 bounds_share=None, alpha=0.0, fit_intercept=True, radius=5.0,
+                 max_iter=100, aggregator="clip", clip_norm="auto", solver="gd",
+                 learning_rate="auto", sampling_rate=None, tau="auto",
+                 samples_per_user=None, gamma=0.01, standardize=False,
+                 standardize_share=0.2, calibration="tight", random_state=None,
+                 n_jobs=None, verbose=0):
         self.epsilon = epsilon
         self.delta = delta
         self.loss = loss
         self.huber_delta = huber_delta
-        self.target_bound = target_bound
+        self.bounds = bounds
+        self.target_bounds = target_bounds
+        self.bounds_share = bounds_share
         self.alpha = alpha
         self.fit_intercept = fit_intercept
-        self.feature_bound = feature_bound
         self.radius = radius
         self.max_iter = max_iter
         self.aggregator = aggregator
@@ -467,7 +575,6 @@ class UserDPSGDRegressor(RegressorMixin, _BaseUserDPSGD):
         self.gamma = gamma
         self.standardize = standardize
         self.standardize_share = standardize_share
-        self.standardize_bounds = standardize_bounds
         self.calibration = calibration
         self.random_state = random_state
         self.n_jobs = n_jobs
@@ -494,10 +601,12 @@ class UserDPSGDRegressor(RegressorMixin, _BaseUserDPSGD):
             The fitted estimator.
         """
         X, y, codes, n_users = self._validate_supervised(X, y, groups)
-        loss = get_loss(self.loss, huber_delta=self.huber_delta)
-        yc = np.clip(y.astype(np.float64), -self.target_bound, self.target_bound)
-        coef, intercept = self._fit_model(loss, X, yc, codes, n_users, 1,
-                                          self.target_bound)
+
+        def make_loss(y_half):  # the Huber threshold in box units of y
+            return get_loss(self.loss, huber_delta=self.huber_delta / y_half)
+
+        coef, intercept = self._fit_model(make_loss, X, y.astype(np.float64), codes,
+                                          n_users, 1, self.target_bounds)
         self.coef_ = coef[0]
         self.intercept_ = float(intercept[0])
         return self
@@ -611,19 +720,20 @@ class UserDPSGDClassifier(ClassifierMixin, _BaseUserDPSGD):
         "classes": [None, "array-like"],
     }
 
-    def __init__(self, epsilon=1.0, delta=1e-6, *, classes=None, alpha=0.0,
-                 fit_intercept=True, feature_bound=1.0, radius=5.0, max_iter=100,
-                 aggregator="clip", clip_norm="auto", solver="gd",
+    def __init__(self, epsilon=1.0, delta=1e-6, *, classes=None, bounds="auto",
+                 bounds_share=None, alpha=0.0, fit_intercept=True, radius=5.0,
+                 max_iter=100, aggregator="clip", clip_norm="auto", solver="gd",
                  learning_rate="auto", sampling_rate=None, tau="auto",
                  samples_per_user=None, gamma=0.01, standardize=False,
-                 standardize_share=0.2, standardize_bounds=None, calibration="tight",
-                 random_state=None, n_jobs=None, verbose=0):
+                 standardize_share=0.2, calibration="tight", random_state=None,
+                 n_jobs=None, verbose=0):
         self.epsilon = epsilon
         self.delta = delta
         self.classes = classes
+        self.bounds = bounds
+        self.bounds_share = bounds_share
         self.alpha = alpha
         self.fit_intercept = fit_intercept
-        self.feature_bound = feature_bound
         self.radius = radius
         self.max_iter = max_iter
         self.aggregator = aggregator
@@ -636,7 +746,6 @@ class UserDPSGDClassifier(ClassifierMixin, _BaseUserDPSGD):
         self.gamma = gamma
         self.standardize = standardize
         self.standardize_share = standardize_share
-        self.standardize_bounds = standardize_bounds
         self.calibration = calibration
         self.random_state = random_state
         self.n_jobs = n_jobs
@@ -691,8 +800,8 @@ class UserDPSGDClassifier(ClassifierMixin, _BaseUserDPSGD):
         y_code = np.searchsorted(classes, y).astype(np.float64)
         loss = get_loss("log_loss", n_classes=classes.shape[0])
         n_outputs = loss.n_outputs(classes.shape[0])
-        self.coef_, self.intercept_ = self._fit_model(loss, X, y_code, codes,
-                                                      n_users, n_outputs, 1.0)
+        self.coef_, self.intercept_ = self._fit_model(lambda _: loss, X, y_code,
+                                                      codes, n_users, n_outputs)
         return self
 
     def decision_function(self, X):

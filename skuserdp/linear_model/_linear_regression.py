@@ -90,7 +90,7 @@ from ..privacy import (
 from ..privacy._conversion import report_spend
 from ..utils._docstrings import fill_doc
 from ..utils._random import make_seed_sequence
-from ._base import _UserDPLinearModel
+from ._base import BOX_PARAMS_DOC, _UserDPLinearModel
 
 __all__ = ["UserDPLinearRegression"]
 
@@ -418,7 +418,7 @@ def min_eigenvalue_from_plan(V, plan, *, clip_radius, norm, drop_last_diagonal,
 
 @fill_doc
 class UserDPLinearRegression(RegressorMixin, _UserDPLinearModel):
-    """User-level private ridge regression from noisy sufficient statistics.
+    __doc__ = """User-level private ridge regression from noisy sufficient statistics.
 
     Each user's average second-moment matrix ``mean x̃x̃ᵀ`` and cross-moment
     ``mean x̃y`` are clipped jointly and released once with lattice noise; the
@@ -445,11 +445,11 @@ class UserDPLinearRegression(RegressorMixin, _UserDPLinearModel):
         than ``σ√(2p)``. A ridge shrinks the coefficients towards 0.
     fit_intercept : bool, default=True
         Whether to fit an intercept.
-    feature_bound : float, default=1.0
-        Public bound on the ℓ2 norm of every row of ``X``; rows are projected
-        onto this ball at fit and predict time.
-    target_bound : float, default=1.0
-        Public bound on ``|y|``; targets are clipped to it.
+""" + BOX_PARAMS_DOC + """
+    target_bounds : "auto" or tuple (lower, upper), default="auto"
+        Public range of ``y`` (floats); targets are clipped to it and scaled
+        to ``[-1, 1]``. ``"auto"`` learns it privately with the feature
+        boxes (same share of the budget).
     clip_radius : float or "auto", default="auto"
         Public ℓ2 clip radius of each user's statistics vector. ``"auto"``
         is its largest possible norm (no clipping bias).
@@ -491,9 +491,9 @@ class UserDPLinearRegression(RegressorMixin, _UserDPLinearModel):
     -----
     The number of released statistics grows as ``p²/2``; for many features
     the noise dominates and DP-SGD is the better choice (at most 300
-    parameters are accepted). Scale features with
-    *public* ranges (see :class:`UserDPSGDRegressor`); fitting a scaler on
-    the private data is itself a leak.
+    parameters are accepted). Pass raw units: the estimator scales by the
+    boxes ``bounds``/``target_bounds`` (declared or learned privately);
+    fitting a scaler on the private data is itself a leak.
 
     Examples
     --------
@@ -512,20 +512,22 @@ class UserDPLinearRegression(RegressorMixin, _UserDPLinearModel):
     _parameter_constraints: dict = {
         **_UserDPLinearModel._parameter_constraints,
         "alpha": [StrOptions({"auto"}), Interval(Real, 0, None, closed="left")],
-        "target_bound": [Interval(Real, 0, None, closed="neither")],
+        "target_bounds": [StrOptions({"auto"}), "array-like"],
         "clip_radius": [StrOptions({"auto"}),
                         Interval(Real, 0, None, closed="neither")],
     }
 
     def __init__(self, epsilon=1.0, delta=1e-6, *, alpha="auto", fit_intercept=True,
-                 feature_bound=1.0, target_bound=1.0, clip_radius="auto",
-                 calibration="tight", random_state=None, n_jobs=None):
+                 bounds="auto", target_bounds="auto", bounds_share=None,
+                 clip_radius="auto", calibration="tight", random_state=None,
+                 n_jobs=None):
         self.epsilon = epsilon
         self.delta = delta
         self.alpha = alpha
         self.fit_intercept = fit_intercept
-        self.feature_bound = feature_bound
-        self.target_bound = target_bound
+        self.bounds = bounds
+        self.target_bounds = target_bounds
+        self.bounds_share = bounds_share
         self.clip_radius = clip_radius
         self.calibration = calibration
         self.random_state = random_state
@@ -534,14 +536,14 @@ class UserDPLinearRegression(RegressorMixin, _UserDPLinearModel):
     def _max_radius(self):
         b2 = self._row_bound ** 2
         return math.sqrt(b2 * b2 - (1.0 if self.fit_intercept else 0.0)
-                         + b2 * self.target_bound ** 2)
+                         + b2)  # targets in box units: |y| <= 1
 
     def _user_statistics(self, X, y, codes, n_users):
         """:func:`sufficient_statistics` of the augmented, projected rows,
         computed chunk by chunk from ``X`` (never copied whole)."""
         return _streamed_statistics(X, y, codes, n_users,
                                     drop_last_diagonal=bool(self.fit_intercept),
-                                    feature_bound=self.feature_bound,
+                                    feature_bound=self._feature_bound,
                                     intercept=bool(self.fit_intercept))
 
     @_fit_context(prefer_skip_nested_validation=True)
@@ -565,7 +567,6 @@ class UserDPLinearRegression(RegressorMixin, _UserDPLinearModel):
             The fitted estimator.
         """
         X, y, codes, n_users = self._validate_supervised(X, y, groups)
-        yc = np.clip(y.astype(np.float64), -self.target_bound, self.target_bound)
         p = X.shape[1] + (1 if self.fit_intercept else 0)
         if p > MAX_PARAMS:
             raise ValueError(
@@ -578,12 +579,15 @@ class UserDPLinearRegression(RegressorMixin, _UserDPLinearModel):
         n_stats = p * (p + 3) // 2 - (1 if drop else 0)
         radius = (self._max_radius() if self.clip_radius == "auto"
                   else float(self.clip_radius))
-        plan, eig_plan = self._plan(n_users, p, n_stats, radius)
-        V = self._user_statistics(X, yc, codes, n_users)
+        scale, box_loss, epsilon, seed = self._public_scale(
+            X, y, codes, n_users, target_bounds=self.target_bounds)
+        self._record_scale(scale)
+        plan, eig_plan = self._plan(n_users, p, n_stats, radius, epsilon)
+        V = self._user_statistics(scale.rows(X), scale.targets(y), codes, n_users)
         if eig_plan is None:
-            seed_stats = self.random_state
+            seed_stats = seed
         else:
-            seed_eig, seed_stats = make_seed_sequence(self.random_state).spawn(2)
+            seed_eig, seed_stats = make_seed_sequence(seed).spawn(2)
             lam = min_eigenvalue_from_plan(V, eig_plan, clip_radius=plan.ball,
                                            norm=plan.norm, drop_last_diagonal=drop,
                                            random_state=seed_eig)
@@ -608,7 +612,9 @@ class UserDPLinearRegression(RegressorMixin, _UserDPLinearModel):
         if self.fit_intercept:
             ridge[-1] = 0.0
         w = np.linalg.lstsq(S + np.diag(ridge), b, rcond=None)[0]
-        coef, intercept = self._set_coef(w[None, :])
+        coef, intercept = scale.unscale(*self._set_coef(w[None, :]))
+        if box_loss is not None:
+            loss = compose(box_loss, loss)
         self.coef_ = coef[0]
         self.intercept_ = float(intercept[0])
         self.alpha_ = alpha
@@ -616,7 +622,7 @@ class UserDPLinearRegression(RegressorMixin, _UserDPLinearModel):
         self._set_spend(loss)
         return self
 
-    def _plan(self, n_users, p, n_stats, radius):
+    def _plan(self, n_users, p, n_stats, radius, epsilon):
         """Plans of the statistics release and, for ``alpha="auto"``, of the
         smallest-eigenvalue release (``None`` otherwise), from public values.
 
@@ -626,9 +632,9 @@ class UserDPLinearRegression(RegressorMixin, _UserDPLinearModel):
         statistics release is calibrated for the rest as an (ε', δ) target).
         """
         if self.delta == 0:
-            budget = PureDP(self.epsilon)
+            budget = PureDP(epsilon)
         else:
-            budget = ApproxDP(self.epsilon, self.delta)
+            budget = ApproxDP(epsilon, self.delta)
         if self.alpha != "auto":
             return plan_clip_noise(n_users, n_stats, budget=budget, radius=radius,
                                    calibration=self.calibration), None
@@ -636,11 +642,11 @@ class UserDPLinearRegression(RegressorMixin, _UserDPLinearModel):
             eps_eig, rest = split_off(budget, EIGEN_SHARE)
             eig_budget = PureDP(eps_eig)
         elif self.calibration == "tight":
-            rho = zcdp_rho_for(self.epsilon, self.delta)
+            rho = zcdp_rho_for(epsilon, self.delta)
             eig_budget, rest = split_zcdp_shares(ZCDP(rho),
                                                  [EIGEN_SHARE, 1.0 - EIGEN_SHARE])
         else:
-            eig_budget, eps_rest = split_zcdp(self.epsilon, self.delta, EIGEN_SHARE)
+            eig_budget, eps_rest = split_zcdp(epsilon, self.delta, EIGEN_SHARE)
             rest = ApproxDP(eps_rest, self.delta)
         plan = plan_clip_noise(n_users, n_stats, budget=rest, radius=radius,
                                calibration=self.calibration)
@@ -650,10 +656,10 @@ class UserDPLinearRegression(RegressorMixin, _UserDPLinearModel):
                                        intercept=bool(self.fit_intercept))
         eps_spent, delta_spent, _ = report_spend(compose(eig_plan.loss, plan.loss),
                                                  self.delta)
-        if eps_spent > self.epsilon or delta_spent > self.delta:
+        if eps_spent > epsilon or delta_spent > self.delta:
             raise ValueError(  # not seen: the paper calibration spends less
                 f"alpha='auto' would spend (ε, δ) = ({eps_spent}, {delta_spent}), "
-                f"more than ({self.epsilon}, {self.delta}); use "
+                f"more than ({epsilon}, {self.delta}); use "
                 "calibration='tight' or a numeric alpha.")
         return plan, eig_plan
 
