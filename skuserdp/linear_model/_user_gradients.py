@@ -45,6 +45,12 @@ step over the rows (``n_users · p ≤ 2 · n_rows``: the rows path reads the
 rows twice per step, for the predictions and for the sums), and the rows
 otherwise.
 
+Threads: the precomputation of the moments is many small Gram products,
+run with BLAS limited to one thread (threads only add overhead there, and
+much of it when the cores are busy); the rows path's predictions are an
+``einsum`` (single-threaded, as fast as BLAS for these thin products, and not
+slowed down by busy cores).
+
 A subset of users (Phased ERM's disjoint blocks) gets its own gradient
 function whose rows follow the order of the users given; a user given twice
 gets two equal rows, a user without rows a zero row. Each user's row
@@ -53,6 +59,7 @@ depends on that user's data only, in every path.
 
 import numpy as np
 import scipy.sparse as sp
+from threadpoolctl import threadpool_limits
 
 from ._linear_regression import _rows_by_count
 from ._losses import SquaredError
@@ -112,28 +119,30 @@ def user_second_moments(Xa, y, codes, n_users, *, chunk_elements=None):
     starts = np.flatnonzero(np.r_[True, sorted_counts[1:] != sorted_counts[:-1]])
     ends = np.r_[starts[1:], n_users]
     row_start = np.r_[0, np.cumsum(sorted_counts)]
-    for a, e in zip(starts, ends):
-        m = int(sorted_counts[a])
-        if m == 0:
-            continue  # users without rows keep zeros
-        step = max(1, chunk_elements // (m * q))
-        for u0 in range(a, e, step):
-            u1 = min(e, u0 + step)
-            r0, r1 = int(row_start[u0]), int(row_start[u1])
-            Z = np.empty((r1 - r0, q))
-            if row_order is None:
-                Z[:, :p] = Xa[r0:r1]
-                Z[:, p] = y[r0:r1]
-            else:
-                idx = row_order[r0:r1]
-                np.take(Xa, idx, axis=0, out=Z[:, :p], mode="clip")
-                np.take(y, idx, out=Z[:, p], mode="clip")
-            Zb = Z.reshape(u1 - u0, m, q)
-            G = np.matmul(Zb.transpose(0, 2, 1), Zb)  # (k, q, q) Gram matrices
-            G /= m
-            users = slice(u0, u1) if user_order is None else user_order[u0:u1]
-            S[users] = G[:, :p, :p]
-            b[users] = G[:, :p, p]
+    # many small Gram products, for which BLAS threads only add overhead
+    with threadpool_limits(limits=1, user_api="blas"):
+        for a, e in zip(starts, ends):
+            m = int(sorted_counts[a])
+            if m == 0:
+                continue  # users without rows keep zeros
+            step = max(1, chunk_elements // (m * q))
+            for u0 in range(a, e, step):
+                u1 = min(e, u0 + step)
+                r0, r1 = int(row_start[u0]), int(row_start[u1])
+                Z = np.empty((r1 - r0, q))
+                if row_order is None:
+                    Z[:, :p] = Xa[r0:r1]
+                    Z[:, p] = y[r0:r1]
+                else:
+                    idx = row_order[r0:r1]
+                    np.take(Xa, idx, axis=0, out=Z[:, :p], mode="clip")
+                    np.take(y, idx, out=Z[:, p], mode="clip")
+                Zb = Z.reshape(u1 - u0, m, q)
+                G = np.matmul(Zb.transpose(0, 2, 1), Zb)  # (k, q, q) Gram
+                G /= m
+                users = slice(u0, u1) if user_order is None else user_order[u0:u1]
+                S[users] = G[:, :p, :p]
+                b[users] = G[:, :p, p]
     return S, b
 
 
@@ -238,11 +247,10 @@ class _RowGradients:
 
         def gradients(theta):
             W = np.asarray(theta, dtype=np.float64).reshape(K, p)
-            # predictions (rows, n_outputs): a matrix-vector product for one
-            # output; for several, (W @ Xrᵀ)ᵀ, which BLAS runs much faster
-            # than Xr @ Wᵀ with a thin Wᵀ
-            Z = (Xr @ W[0])[:, None] if K == 1 else (W @ Xr.T).T
-            F = loss.residual_factor(Z, yr)
+            # predictions (rows, n_outputs) by einsum, single-threaded: as
+            # fast as BLAS here, whose threaded thin products can be tens of
+            # times slower when the cores are busy
+            F = loss.residual_factor(np.einsum("ij,kj->ik", Xr, W), yr)
             out = np.empty((n_sel, K, p))
             for k in range(K):
                 np.multiply(F[:, k], inv, out=A.data)
