@@ -66,6 +66,7 @@ from sklearn.base import RegressorMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..mean._clip_noise import clip_noise_from_plan, plan_clip_noise
+from ..mechanisms._private_bounds import private_quantile
 from ..mechanisms import (
     DiscreteGaussianNoise,
     calibrate_discrete_gaussian_rho,
@@ -79,6 +80,7 @@ from ..privacy import (
     ZCDP,
     ApproxDP,
     PureDP,
+    bounded_range_epsilon,
     compose,
     psd_min_eigenvalue_sensitivity,
     second_moment_bounds,
@@ -101,6 +103,9 @@ MAX_PARAMS = 300
 #: share of the budget (of ρ for δ > 0, of ε for δ = 0) spent on the
 #: smallest-eigenvalue release of ``alpha="auto"`` (OUR CHOICE)
 EIGEN_SHARE = 0.1
+#: share of the zCDP budget of clip_radius="auto" (the private median of the
+#: norms of the users' statistics vectors)
+CLIP_SHARE = 0.05
 
 #: probability that the lower confidence bound of the smallest eigenvalue
 #: exceeds the released value's target (OUR CHOICE; AdaSSP uses δ)
@@ -451,8 +456,13 @@ class UserDPLinearRegression(RegressorMixin, _UserDPLinearModel):
         to ``[-1, 1]``. ``"auto"`` learns it privately with the feature
         boxes (same share of the budget).
     clip_radius : float or "auto", default="auto"
-        Public ℓ2 clip radius of each user's statistics vector. ``"auto"``
-        is its largest possible norm (no clipping bias).
+        ℓ2 clip radius of each user's statistics vector (box units).
+        ``"auto"``: with zCDP accounting (``delta > 0``,
+        ``calibration="tight"``) the private median of the users' vector
+        norms (:func:`skuserdp.mechanisms.private_quantile`, 5% of ρ,
+        charged; within ``[r_max/1000, r_max]``); otherwise ``r_max``, the
+        largest possible norm (no clipping bias, much more noise). The value
+        used is ``clip_radius_``.
     {calibration}
     {random_state}
     {n_jobs}
@@ -577,13 +587,21 @@ class UserDPLinearRegression(RegressorMixin, _UserDPLinearModel):
             )
         drop = bool(self.fit_intercept)
         n_stats = p * (p + 3) // 2 - (1 if drop else 0)
-        radius = (self._max_radius() if self.clip_radius == "auto"
-                  else float(self.clip_radius))
         scale, box_loss, epsilon, seed = self._public_scale(
             X, y, codes, n_users, target_bounds=self.target_bounds)
         self._record_scale(scale)
-        plan, eig_plan = self._plan(n_users, p, n_stats, radius, epsilon)
         V = self._user_statistics(scale.rows(X), scale.targets(y), codes, n_users)
+        if self.clip_radius != "auto":
+            radius = float(self.clip_radius)
+        elif self._zcdp_accounting():
+            radius, radius_loss, epsilon, seed = self._private_clip_radius(
+                V, epsilon, seed)
+            box_loss = radius_loss if box_loss is None else compose(box_loss,
+                                                                    radius_loss)
+        else:
+            radius = self._max_radius()
+        self.clip_radius_ = radius
+        plan, eig_plan = self._plan(n_users, p, n_stats, radius, epsilon)
         if eig_plan is None:
             seed_stats = seed
         else:
@@ -621,6 +639,20 @@ class UserDPLinearRegression(RegressorMixin, _UserDPLinearModel):
         self.n_users_ = n_users
         self._set_spend(loss)
         return self
+
+    def _private_clip_radius(self, V, epsilon, seed):
+        """``clip_radius="auto"`` with zCDP accounting: the private median of
+        the norms of the users' statistics vectors, from ``CLIP_SHARE`` of
+        the zCDP budget (one exponential-mechanism release, charged), kept
+        within ``[r_max/1000, r_max]`` (``r_max`` the largest possible
+        norm). Returns ``(radius, loss, epsilon_rest, seed_rest)``."""
+        first, eps_rest = split_zcdp(epsilon, self.delta, CLIP_SHARE)
+        seed_r, seed_rest = make_seed_sequence(seed).spawn(2)
+        eps0 = bounded_range_epsilon(first.rho * (1.0 - 8.0 * np.finfo(float).eps))
+        r = private_quantile(np.linalg.norm(V, axis=1), 0.5, eps0,
+                             random_state=seed_r)
+        r_max = self._max_radius()
+        return min(max(r, 1e-3 * r_max), r_max), first, eps_rest, seed_rest
 
     def _plan(self, n_users, p, n_stats, radius, epsilon):
         """Plans of the statistics release and, for ``alpha="auto"``, of the
