@@ -76,7 +76,7 @@ class _BaseUserDPSGD(_UserDPLinearModel):
         "tau": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
         "samples_per_user": [None, Interval(Integral, 1, None, closed="left")],
         "gamma": [Interval(Real, 0, 1, closed="neither")],
-        "standardize": ["boolean"],
+        "standardize": ["boolean", StrOptions({"auto"})],
         "standardize_share": [Interval(Real, 0, 1, closed="neither")],
         "verbose": ["verbose"],
     }
@@ -120,17 +120,26 @@ class _BaseUserDPSGD(_UserDPLinearModel):
             return float(self.sampling_rate)
         return None
 
-    def _check_standardize(self):
-        problems = [text for bad, text in (
+    def _standardize_problems(self):
+        return [text for bad, text in (
             (not self.fit_intercept, "fit_intercept=True (the centring moves "
                                      "into the intercept)"),
             (self.delta == 0, "delta > 0 (the budget is split in zCDP)"),
             (self.calibration != "tight", "calibration='tight' (zCDP accounting)"),
             (self.sampling_rate is not None and self.sampling_rate < 1,
              "no Poisson user sampling (its accounting is not zCDP)"),
+            (self.aggregator != "clip" and self.calibration != "tight",
+             "a zCDP plan (aggregator='clip' or calibration='tight')"),
         ) if bad]
-        if problems:
+
+    def _use_standardize(self):
+        """``standardize`` resolved: ``"auto"`` is True whenever it applies."""
+        problems = self._standardize_problems()
+        if self.standardize == "auto":
+            return not problems
+        if self.standardize and problems:
             raise ValueError("standardize=True needs " + "; ".join(problems) + ".")
+        return bool(self.standardize)
 
     def _zcdp_accounting(self):
         # with delta > 0 the releases compose in zCDP (the clip aggregator
@@ -146,14 +155,13 @@ class _BaseUserDPSGD(_UserDPLinearModel):
         ``(n_outputs, n_features)`` and ``(n_outputs,)`` in the units of
         ``X`` and ``y``. ``make_loss(y_half)`` builds the loss on the scaled
         targets."""
-        if self.standardize:
-            self._check_standardize()
+        standardize = self._use_standardize()
         scale, pre_loss, epsilon, seed = self._public_scale(
             X, y, codes, n_users, target_bounds=target_bounds)
         self._record_scale(scale)
         loss = make_loss(scale.y_half)
         Z, yz = scale.rows(X), scale.targets(y)
-        if not self.standardize:
+        if not standardize:
             W = self._fit_parameters(loss, self._augment(Z), yz, codes, n_users,
                                      n_outputs, epsilon=epsilon, random_state=seed,
                                      pre_loss=pre_loss)
@@ -396,16 +404,18 @@ _COMMON_PARAMS = """\
     gamma : float, default=0.01
         ``aggregator="winsorized"``: failure probability of the accuracy
         guarantee (utility only).
-    standardize : bool, default=False
+    standardize : bool or "auto", default="auto"
         Privately centre and scale every feature before the optimisation
         (see "Private standardisation" in the Notes): two clip-and-noise
         releases, of the users' feature means and of their mean absolute
         deviations, spend ``standardize_share`` of the budget (in zCDP); the
         model is fitted on the standardised rows and mapped back, so
         ``coef_`` and ``intercept_`` act on ``X`` as given. Worth it when
-        the public bounds are loose and the features' spreads differ a lot.
-        Needs ``fit_intercept=True``, ``delta > 0``, ``calibration="tight"``
-        and no ``sampling_rate``.
+        the boxes are loose and the features' spreads differ a lot (wage
+        panel at ε = 1: median R² 0.13 against 0.08 without;
+        ``benchmarks/README.md``). Needs ``fit_intercept=True``,
+        ``delta > 0``, ``calibration="tight"``, no ``sampling_rate`` and a
+        zCDP plan; ``"auto"`` standardises exactly when these hold.
     standardize_share : float, default=0.2
         Fraction in (0, 1) of the zCDP budget ``ρ(ε, δ)`` spent on the
         standardisation (half on the centres, half on the spreads).
@@ -551,7 +561,7 @@ class UserDPSGDRegressor(RegressorMixin, _BaseUserDPSGD):
                  bounds_share=None, alpha=0.0, fit_intercept=True, radius=5.0,
                  max_iter=100, aggregator="clip", clip_norm="auto", solver="gd",
                  learning_rate="auto", sampling_rate=None, tau="auto",
-                 samples_per_user=None, gamma=0.01, standardize=False,
+                 samples_per_user=None, gamma=0.01, standardize="auto",
                  standardize_share=0.2, calibration="tight", random_state=None,
                  n_jobs=None, verbose=0):
         self.epsilon = epsilon
@@ -724,7 +734,7 @@ class UserDPSGDClassifier(ClassifierMixin, _BaseUserDPSGD):
                  bounds_share=None, alpha=0.0, fit_intercept=True, radius=5.0,
                  max_iter=100, aggregator="clip", clip_norm="auto", solver="gd",
                  learning_rate="auto", sampling_rate=None, tau="auto",
-                 samples_per_user=None, gamma=0.01, standardize=False,
+                 samples_per_user=None, gamma=0.01, standardize="auto",
                  standardize_share=0.2, calibration="tight", random_state=None,
                  n_jobs=None, verbose=0):
         self.epsilon = epsilon

@@ -57,7 +57,9 @@ from skuserdp.testing import audit_estimator, worst_case_mean_neighbours
 ALLOWED_ATTRIBUTES = {"coef_", "intercept_", "classes_", "n_iter_", "n_users_",
                       "n_features_in_", "feature_names_in_", "privacy_loss_",
                       "epsilon_", "delta_", "rho_", "bounds_", "target_bounds_",
-                      "clip_norm_", "mean_squared_row_norm_"}
+                      "clip_norm_", "mean_squared_row_norm_",
+                      # standardize="auto": the private centres and spreads
+                      "feature_center_", "feature_scale_"}
 
 #: declared boxes under which the box-scaled rows and targets of ``_users``
 #: are the data themselves (mid 0, half 1: z = x, y_z = y, coef_ = w)
@@ -210,7 +212,8 @@ def test_fitted_spend_is_the_rebuilt_plan_loss():
     G = _squared_gradient_bound()
     eta = _public_eta(_squared_plan(80, 3, epsilon=0.7, delta=1e-7, max_iter=30,
                                     alpha=0.1, clip_norm=G))
-    est = UserDPSGDRegressor(epsilon=0.7, delta=1e-7, alpha=0.1, max_iter=30,
+    est = UserDPSGDRegressor(standardize=False,
+                             epsilon=0.7, delta=1e-7, alpha=0.1, max_iter=30,
                              clip_norm=G, learning_rate=eta, random_state=0,
                              **BOX).fit(X, score, groups=groups)
     plan = _squared_plan(80, 3, epsilon=0.7, delta=1e-7, max_iter=30, alpha=0.1,
@@ -336,7 +339,8 @@ def test_squared_loss_matches_user_weighted_ridge():
     G = _squared_gradient_bound(R)
     eta = _public_eta(_squared_plan(100, 3, epsilon=1e4, delta=1e-6, max_iter=T,
                                     alpha=alpha, radius=R, clip_norm=G))
-    reg = UserDPSGDRegressor(epsilon=1e4, delta=1e-6, alpha=alpha, max_iter=T,
+    reg = UserDPSGDRegressor(standardize=False,
+                             epsilon=1e4, delta=1e-6, alpha=alpha, max_iter=T,
                              radius=R, bounds=(-1.0, 1.0), target_bounds=(-Y, Y),
                              clip_norm=G, learning_rate=eta,
                              random_state=0).fit(X, y, groups=groups)
@@ -438,7 +442,8 @@ def test_smooth_losses_reach_the_same_objective_minimum(kind):
         y[out] = np.clip(y[out] + rng.choice([-0.8, 0.8], out.sum()), -1, 1)
         b = _row_bound()
         H, G = b * b + alpha, b * min(0.1, R * b + 1.0)
-        est = UserDPSGDRegressor(epsilon=1e4, loss="huber", huber_delta=0.1,
+        est = UserDPSGDRegressor(standardize=False,
+                                 epsilon=1e4, loss="huber", huber_delta=0.1,
                                  alpha=alpha, max_iter=T, radius=R, clip_norm=G,
                                  random_state=0, **BOX)
         obj = functools.partial(_objective, "huber", huber_delta=0.1)
@@ -447,7 +452,8 @@ def test_smooth_losses_reach_the_same_objective_minimum(kind):
         y = (rng.uniform(size=score.size) < expit(3 * score)).astype(int)
         b = _row_bound()
         H, G, p = b * b / 4 + alpha, b, 3
-        est = UserDPSGDClassifier(epsilon=1e4, classes=[0, 1], alpha=alpha,
+        est = UserDPSGDClassifier(standardize=False,
+                                  epsilon=1e4, classes=[0, 1], alpha=alpha,
                                   max_iter=T, radius=R, clip_norm=G,
                                   bounds=BOX["bounds"], random_state=0)
         obj = functools.partial(_objective, "logistic")
@@ -456,7 +462,8 @@ def test_smooth_losses_reach_the_same_objective_minimum(kind):
         y = np.array([rng.choice(3, p=q) for q in softmax(logits, axis=1)])
         b = _row_bound()
         H, G, p = b * b / 2 + alpha, math.sqrt(2) * b, 9
-        est = UserDPSGDClassifier(epsilon=1e4, classes=[0, 1, 2], alpha=alpha,
+        est = UserDPSGDClassifier(standardize=False,
+                                  epsilon=1e4, classes=[0, 1, 2], alpha=alpha,
                                   max_iter=T, radius=R, clip_norm=G,
                                   bounds=BOX["bounds"], random_state=0)
         obj = functools.partial(_objective, "multinomial", n_classes=3)
@@ -560,7 +567,8 @@ def test_phased_erm_solves_each_regularised_block_problem(monkeypatch):
 
     monkeypatch.setattr(dpsgd, "phased_erm", phased)
     monkeypatch.setattr(sgd, "private_gradient_descent", gd)
-    reg = UserDPSGDRegressor(epsilon=1e4, solver="phased_erm", alpha=alpha,
+    reg = UserDPSGDRegressor(standardize=False,
+                             epsilon=1e4, solver="phased_erm", alpha=alpha,
                              samples_per_user=1, max_iter=200,
                              clip_norm=_squared_gradient_bound(), random_state=0,
                              **BOX).fit(X, y, groups=groups)
@@ -710,11 +718,13 @@ def test_projection_keeps_the_model_in_the_ball():
     # half 1) that model is (coef_, intercept_) itself.
     X, score, groups = _small()
     for solver in ("gd", "phased_erm"):
-        reg = UserDPSGDRegressor(epsilon=1.0, radius=0.05, solver=solver,
+        reg = UserDPSGDRegressor(standardize=False,
+                                 epsilon=1.0, radius=0.05, solver=solver,
                                  random_state=0, **BOX).fit(X, 3 * score,
                                                             groups=groups)
         assert np.linalg.norm(np.r_[reg.coef_, reg.intercept_]) <= 0.05 * (1 + 1e-12)
-        clf = UserDPSGDClassifier(epsilon=1.0, radius=0.05, classes=[0, 1, 2],
+        clf = UserDPSGDClassifier(standardize=False,
+                                  epsilon=1.0, radius=0.05, classes=[0, 1, 2],
                                   solver=solver, bounds=BOX["bounds"],
                                   random_state=0)
         clf.fit(X, (score > 0).astype(int) + (score > 0.3), groups=groups)
@@ -723,13 +733,14 @@ def test_projection_keeps_the_model_in_the_ball():
 
 def test_n_iter_and_verbose_lines(capsys):
     X, score, groups = _small()
-    reg = UserDPSGDRegressor(epsilon=1.0, max_iter=7, verbose=1,
+    reg = UserDPSGDRegressor(standardize=False, epsilon=1.0, max_iter=7, verbose=1,
                              random_state=0).fit(X, score * 1.2345, groups=groups)
     assert reg.n_iter_ == 7
     lines = capsys.readouterr().out.splitlines()
     assert lines == [f"[UserDPSGDRegressor] step {t}/7" for t in range(1, 8)]
     G = _row_bound()
-    clf = UserDPSGDClassifier(epsilon=1.0, solver="phased_erm", max_iter=5,
+    clf = UserDPSGDClassifier(standardize=False,
+                              epsilon=1.0, solver="phased_erm", max_iter=5,
                               verbose=2, classes=[0, 1], samples_per_user=2,
                               bounds=BOX["bounds"], clip_norm=G, random_state=0)
     clf.fit(X, (score > 0).astype(int), groups=groups)

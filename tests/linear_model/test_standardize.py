@@ -259,7 +259,8 @@ def test_seeds_reproduce_and_inputs_are_untouched():
     np.testing.assert_array_equal(X, X0)
     np.testing.assert_array_equal(y, y0)
     # standardize=False keeps the earlier seeding (no new attributes)
-    plain = UserDPSGDRegressor(random_state=3).fit(X, y, groups=groups)
+    plain = UserDPSGDRegressor(standardize=False, random_state=3).fit(X, y,
+                                                                      groups=groups)
     assert not hasattr(plain, "feature_center_")
 
 
@@ -312,3 +313,17 @@ def test_audit_standardised_regressor(which, xy_audited):
                           statistic=stat, n_runs=5000,
                           random_state=0)
     assert not res.violation, str(res)
+
+
+def test_standardize_auto_is_on_exactly_when_it_applies():
+    X, y, groups = _data()
+    est = UserDPSGDRegressor(random_state=0).fit(X, y, groups=groups)
+    assert est.standardize == "auto" and hasattr(est, "feature_center_")
+    for kw in (dict(fit_intercept=False), dict(delta=0.0),
+               dict(calibration="paper", aggregator="winsorized",
+                    samples_per_user=2)):
+        off = UserDPSGDRegressor(random_state=0, **kw).fit(X, y, groups=groups)
+        assert not hasattr(off, "feature_center_"), kw
+        with pytest.raises(ValueError, match="standardize=True needs"):
+            UserDPSGDRegressor(standardize=True, random_state=0, **kw).fit(
+                X, y, groups=groups)
