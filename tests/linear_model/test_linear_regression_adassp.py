@@ -5,6 +5,14 @@ released at a share of the budget; the ridge is the noise bound minus its
 lower confidence bound. Exact tests of the release's privacy map and of the
 budget split, the released value against an independent computation, the
 ridge rule, a coverage test of the confidence bound, and audits.
+
+Issue 15 (box API): rows are clipped to the declared box and fitted in box
+units ``z = x/A`` (here boxes ``(-A, A)`` with ``A = 1/√d``: the old rows,
+which lay in the unit ball, become rows of norm at most ``√d``, the box row
+bound, with the same geometry) and targets to ``(-1, 1)`` (unchanged). The
+tests that rebuild exact plans pass the old ``clip_radius="auto"``, the
+largest possible norm of a statistics vector (``_r_max``), as a number:
+``"auto"`` is now a private median (tested in ``test_public_scale.py``).
 """
 
 import dataclasses
@@ -13,6 +21,8 @@ import math
 import numpy as np
 import pytest
 from scipy.stats import binom
+
+from sklearn.base import clone
 
 from skuserdp.linear_model import UserDPLinearRegression
 from skuserdp.linear_model._linear_regression import (
@@ -59,30 +69,63 @@ def _panel(n_users, d, *, seed, rows=(1, 8), spread=0.5):
     return X, y, groups
 
 
+def _half(d):
+    """Half-width ``A = 1/√d`` of the declared box ``(-A, A)`` of d features."""
+    return 1.0 / math.sqrt(d)
+
+
+def _r_max(d, intercept):
+    """Largest norm of a statistics vector in box units (rows of norm at most
+    √d, augmented by 1 with an intercept; targets in [-1, 1]): the old
+    ``clip_radius="auto"``, from the public shape only."""
+    b2 = d + (1.0 if intercept else 0.0)
+    return math.sqrt(b2 * b2 - (1.0 if intercept else 0.0) + b2)
+
+
+def _est(d, cls=UserDPLinearRegression, **kw):
+    """The estimator with the declared boxes and, unless given, the numeric
+    clip radius ``_r_max`` (no clipping bias, no private radius release)."""
+    kw.setdefault("clip_radius", _r_max(d, kw.get("fit_intercept", True)))
+    A = _half(d)
+    return cls(bounds=(-A, A), target_bounds=(-1.0, 1.0), **kw)
+
+
+def _with_shape(est, d):
+    """An unfitted copy that knows its number of features (``_row_bound`` and
+    ``_max_radius`` need it; ``fit`` sets it)."""
+    est = clone(est)
+    est.n_features_in_ = d
+    return est
+
+
 def _plans(est, n_users, d):
+    # declared boxes: nothing spent before the plans, epsilon is the total
     p = d + (1 if est.fit_intercept else 0)
     n_stats = p * (p + 3) // 2 - (1 if est.fit_intercept else 0)
+    zcdp = est.delta > 0 and est.calibration == "tight"
+    assert not (est.clip_radius == "auto" and zcdp)  # a private radius
+    est = _with_shape(est, d)
     radius = (est._max_radius() if est.clip_radius == "auto"
               else float(est.clip_radius))
-    return est._plan(n_users, p, n_stats, radius)
+    return est._plan(n_users, p, n_stats, radius, est.epsilon)
 
 
 def _clipped_mean_gram(X, y, groups, est, norm, ball):
-    """Independent reference: the users' mean clipped S_u, from scratch."""
+    """Independent reference: the users' mean clipped S_u, from scratch, in
+    box units (rows clipped to the box ``(-A, A)`` and divided by A)."""
     users = np.unique(groups)
     d = X.shape[1]
     p = d + (1 if est.fit_intercept else 0)
     drop = bool(est.fit_intercept)
     rows, cols, scale = _vech_layout(p, drop)
+    A = _half(d)
     total = np.zeros((p, p))
     for u in users:
-        Xu = X[groups == u]
-        nrm = np.linalg.norm(Xu, axis=1, keepdims=True)
-        Xu = Xu * np.minimum(1.0, est.feature_bound / nrm)
+        Xu = np.clip(X[groups == u], -A, A) / A
         if drop:
             Xu = np.c_[Xu, np.ones(len(Xu))]
         S = Xu.T @ Xu / len(Xu)
-        yu = np.clip(y[groups == u], -est.target_bound, est.target_bound)
+        yu = np.clip(y[groups == u], -1.0, 1.0)
         v = np.r_[S[rows, cols] * scale, Xu.T @ yu / len(Xu)]
         size = np.linalg.norm(v) if norm == "l2" else np.abs(v).sum()
         c = min(1.0, ball / size)
@@ -166,7 +209,7 @@ def test_sensitivity_is_attained_up_to_the_lattice_terms():
 @pytest.mark.parametrize("epsilon,delta", [(1.0, 1e-6), (0.3, 1e-8), (4.0, 1e-5)])
 def test_split_and_total_spend_zcdp(epsilon, delta):
     X, y, groups = _panel(120, 3, seed=0)
-    est = UserDPLinearRegression(epsilon=epsilon, delta=delta, random_state=0)
+    est = _est(3, epsilon=epsilon, delta=delta, random_state=0)
     plan, eig = _plans(est, 120, 3)
     rho = zcdp_rho_for(epsilon, delta)
     eig_budget, rest = split_zcdp_shares(ZCDP(rho), [EIGEN_SHARE, 1 - EIGEN_SHARE])
@@ -175,6 +218,7 @@ def test_split_and_total_spend_zcdp(epsilon, delta):
     assert plan.loss.rho <= rest.rho
     est.fit(X, y, groups=groups)
     assert est.privacy_loss_ == compose(eig.loss, plan.loss)
+    assert est.clip_radius_ == _r_max(3, True)
     assert est.rho_ == est.privacy_loss_.rho <= rho
     assert est.delta_ == delta
     assert est.epsilon_ == zcdp_to_approx_dp(est.privacy_loss_, delta).epsilon
@@ -184,39 +228,46 @@ def test_split_and_total_spend_zcdp(epsilon, delta):
 
 def test_split_and_total_spend_pure():
     X, y, groups = _panel(120, 3, seed=1)
-    est = UserDPLinearRegression(epsilon=2.0, delta=0.0, random_state=0)
+    # delta = 0: clip_radius="auto" is the largest possible norm, r_max
+    est = _est(3, epsilon=2.0, delta=0.0, clip_radius="auto", random_state=0)
     plan, eig = _plans(est, 120, 3)
     step, rest = split_off(PureDP(2.0), EIGEN_SHARE)
     assert step == pytest.approx(0.2, rel=1e-15)
     assert eig.loss.epsilon <= step and plan.loss.epsilon <= rest.epsilon
     est.fit(X, y, groups=groups)
     assert est.privacy_loss_ == compose(eig.loss, plan.loss)
+    assert est.clip_radius_ == est._max_radius()
+    assert est.clip_radius_ == pytest.approx(_r_max(3, True), rel=1e-15)
     assert 2.0 * (1 - 1e-5) <= est.epsilon_ <= 2.0 and est.delta_ == 0.0
 
 
 def test_split_with_paper_calibration():
     X, y, groups = _panel(120, 2, seed=2)
-    est = UserDPLinearRegression(epsilon=0.8, delta=1e-6, calibration="paper",
-                                 random_state=0)
+    # calibration="paper": clip_radius="auto" is the largest possible norm
+    est = _est(2, epsilon=0.8, delta=1e-6, calibration="paper",
+               clip_radius="auto", random_state=0)
     plan, eig = _plans(est, 120, 2)
     first, eps_rest = split_zcdp(0.8, 1e-6, EIGEN_SHARE)
     assert eig.loss.rho <= first.rho
     expected = plan_clip_noise(120, plan.n_features, budget=ApproxDP(eps_rest, 1e-6),
-                               radius=est._max_radius(), calibration="paper")
+                               radius=_with_shape(est, 2)._max_radius(),
+                               calibration="paper")
     assert plan == expected
     est.fit(X, y, groups=groups)
+    assert est.clip_radius_ == est._max_radius()
+    assert est.clip_radius_ == pytest.approx(_r_max(2, True), rel=1e-15)
+    assert est.privacy_loss_ == compose(eig.loss, plan.loss)
     assert est.epsilon_ <= 0.8 and est.delta_ == 1e-6
 
 
 def test_numeric_alpha_keeps_the_whole_budget_for_the_statistics():
     X, y, groups = _panel(100, 2, seed=3)
-    est = UserDPLinearRegression(epsilon=1.0, delta=1e-6, alpha=0.05,
-                                 random_state=0)
+    est = _est(2, epsilon=1.0, delta=1e-6, alpha=0.05, random_state=0)
     plan, eig = _plans(est, 100, 2)
     assert eig is None
     assert plan == plan_clip_noise(100, plan.n_features,
                                    budget=ApproxDP(1.0, 1e-6),
-                                   radius=est._max_radius())
+                                   radius=_r_max(2, True))
     est.fit(X, y, groups=groups)
     assert est.alpha_ == 0.05 and est.min_eigenvalue_ is None
     assert est.privacy_loss_ == plan.loss
@@ -224,17 +275,19 @@ def test_numeric_alpha_keeps_the_whole_budget_for_the_statistics():
 
 # --------------------------------------------------------- the release
 @pytest.mark.parametrize("intercept", [True, False])
-@pytest.mark.parametrize("clip", ["auto", 0.2])
+@pytest.mark.parametrize("clip", ["max", 0.6])
 def test_released_min_eigenvalue_matches_an_independent_computation(intercept,
                                                                     clip):
     # A huge budget makes the noise negligible; what remains is bounded:
     # lattice rounding of the users' matrices (‖mean E_u‖ <= p/2 grid units
     # per user, i.e. p·grid/2 on the mean), the float slack, rounding the
     # eigenvalue (1/2 grid unit on the sum) and the noise, < 8σ with
-    # probability > 1 − 1e-14.
+    # probability > 1 − 1e-14. "max": the largest possible norm (no clip);
+    # 0.6 in box units (rows scaled by √3) is the old 0.2: an active clip.
     X, y, groups = _panel(150, 3, seed=4, spread=0.9)
-    est = UserDPLinearRegression(epsilon=1e5, delta=1e-6, fit_intercept=intercept,
-                                 clip_radius=clip, random_state=3)
+    est = _est(3, epsilon=1e5, delta=1e-6, fit_intercept=intercept,
+               clip_radius=_r_max(3, intercept) if clip == "max" else clip,
+               random_state=3)
     est.fit(X, y, groups=groups)
     plan, eig = _plans(est, 150, 3)
     M = _clipped_mean_gram(X, y, groups, est, plan.norm, plan.ball)
@@ -244,8 +297,8 @@ def test_released_min_eigenvalue_matches_an_independent_computation(intercept,
            + 8 * eig.noise_std)
     assert abs(est.min_eigenvalue_ - exact) <= tol
     assert tol < 0.05 * exact  # the test can tell a wrong matrix apart
-    if clip != "auto":  # the clip is active: unclipped λ_min is far away
-        unclipped = UserDPLinearRegression(fit_intercept=intercept)
+    if clip != "max":  # the clip is active: unclipped λ_min is far away
+        unclipped = _est(3, fit_intercept=intercept)
         M0 = _clipped_mean_gram(X, y, groups, unclipped, "l2", math.inf)
         assert abs(np.linalg.eigvalsh(M0)[0] - exact) > 10 * tol
 
@@ -253,7 +306,7 @@ def test_released_min_eigenvalue_matches_an_independent_computation(intercept,
 def test_ridge_rule_and_bounds():
     X, y, groups = _panel(400, 3, seed=5)
     for seed in range(5):
-        est = UserDPLinearRegression(epsilon=1.0, random_state=seed)
+        est = _est(3, epsilon=1.0, random_state=seed)
         est.fit(X, y, groups=groups)
         plan, eig = _plans(est, 400, 3)
         noise_bound = math.sqrt(2 * 4 * plan.noise_variance)
@@ -263,28 +316,29 @@ def test_ridge_rule_and_bounds():
 
 
 def test_ridge_is_smaller_than_the_fixed_ridge_on_well_conditioned_data():
-    # 20k users, isotropic features: λ_min of the mean S is ~0.08, far
-    # above the noise bound σ√(2p) (~3e-3) plus the confidence margin
-    # (~4e-3): the ridge is 0 unless the release's noise is below −40 σ_λ
-    # (σ_λ ~ 1.4e-3; probability < e^-800). The old default, σ√(2p) with the
-    # whole budget, is > 0.
+    # 20k users, isotropic features: λ_min of the mean S (box units: the
+    # rows uniform in [-1, 1]^4, λ_min ~ 1/3) is far above the noise bound
+    # σ√(2p) plus the confidence margin: the ridge is 0 unless the release's
+    # noise is below −40 σ_λ (probability < e^-800). The old default,
+    # σ√(2p) with the whole budget, is > 0.
     rng = np.random.default_rng(6)
     n_users, m, d = 20_000, 5, 4
     groups = np.repeat(np.arange(n_users), m)
     X = rng.uniform(-0.5, 0.5, size=(n_users * m, d))
     y = np.clip(X.sum(axis=1) * 0.3 + 0.05 * rng.normal(size=n_users * m), -1, 1)
-    est = UserDPLinearRegression(epsilon=1.0, random_state=0).fit(X, y, groups=groups)
-    fixed = UserDPLinearRegression(epsilon=1.0, random_state=0)
+    assert _half(d) == 0.5  # the declared box is the data's range
+    est = _est(d, epsilon=1.0, random_state=0).fit(X, y, groups=groups)
+    fixed = _est(d, epsilon=1.0, random_state=0)
     plan_full = _plans(fixed.set_params(alpha=1.0), n_users, d)[0]
     old_ridge = math.sqrt(2 * (d + 1) * plan_full.noise_variance)
-    Xa = np.c_[X, np.ones(len(X))]
+    Xa = np.c_[X / _half(d), np.ones(len(X))]  # box units
     lam = np.linalg.eigvalsh(Xa.T @ Xa / len(X))[0]
     _, eig = _plans(est, n_users, d)
     assert lam > old_ridge * 1.2 + eig.upper_tail(EIGEN_FAILURE) + 40 * eig.noise_std
     assert est.alpha_ == 0.0 < old_ridge
     # ill-conditioned data (a duplicated feature): λ_min = 0, ridge kept
     X2 = np.c_[X[:, :2], X[:, :2]] / math.sqrt(2)
-    est2 = UserDPLinearRegression(epsilon=1.0, random_state=0).fit(X2, y, groups=groups)
+    est2 = _est(d, epsilon=1.0, random_state=0).fit(X2, y, groups=groups)
     plan2, eig2 = _plans(est2, n_users, d)
     bound2 = math.sqrt(2 * (d + 1) * plan2.noise_variance)
     assert est2.alpha_ >= bound2 - eig2.upper_tail(EIGEN_FAILURE) - 8 * eig2.noise_std
@@ -297,7 +351,7 @@ def test_lower_confidence_bound_covers():
     # failures is at most Binomial(300, 0.01); the threshold is its 1 − 1e-6
     # quantile.
     X, y, groups = _panel(60, 2, seed=7, spread=0.8)
-    est = UserDPLinearRegression(epsilon=1.0)
+    est = _est(2, epsilon=1.0)
     plan, eig = _plans(est, 60, 2)
     exact = np.linalg.eigvalsh(_clipped_mean_gram(X, y, groups, est, plan.norm,
                                                   plan.ball))[0]
@@ -305,8 +359,7 @@ def test_lower_confidence_bound_covers():
     assert lattice < 1e-3 * eig.upper_tail(EIGEN_FAILURE)
     failures = 0
     for seed in range(300):
-        fitted = UserDPLinearRegression(epsilon=1.0, random_state=seed).fit(
-            X, y, groups=groups)
+        fitted = clone(est).set_params(random_state=seed).fit(X, y, groups=groups)
         lower = fitted.min_eigenvalue_ - eig.upper_tail(EIGEN_FAILURE)
         failures += lower > exact + lattice
     assert failures <= binom.ppf(1 - 1e-6, 300, EIGEN_FAILURE)
@@ -316,8 +369,8 @@ def test_lower_confidence_bound_covers():
 class _LeakyEigenvalue(UserDPLinearRegression):
     """Positive control: the eigenvalue noise is 8x too small for its claim."""
 
-    def _plan(self, n_users, p, n_stats, radius):
-        plan, eig = super()._plan(n_users, p, n_stats, radius)
+    def _plan(self, n_users, p, n_stats, radius, epsilon):
+        plan, eig = super()._plan(n_users, p, n_stats, radius, epsilon)
         noise = calibrate_discrete_gaussian_rho(eig.sensitivity / 8, eig.loss.rho)
         return plan, dataclasses.replace(eig, noise=noise)
 
@@ -325,6 +378,7 @@ class _LeakyEigenvalue(UserDPLinearRegression):
 def _eigenvalue_pair(n_users=10):
     # 1 feature, no intercept, one row per user: all users at x = 0, and the
     # neighbour with one user at x = 1 (y = 0): λ_min moves by the full 1/n.
+    # The declared box of the one feature is (-1, 1): box units = raw units.
     X = np.zeros((n_users, 2))
     Xp = X.copy()
     Xp[0, 0] = 1.0
@@ -333,7 +387,7 @@ def _eigenvalue_pair(n_users=10):
 
 
 def _eigenvalue_claim(n_users, delta):
-    est = UserDPLinearRegression(epsilon=1.0, delta=delta, fit_intercept=False)
+    est = _est(1, epsilon=1.0, delta=delta, fit_intercept=False)
     _, eig = _plans(est, n_users, 1)
     return zcdp_to_approx_dp(eig.loss, delta).epsilon
 
@@ -346,7 +400,7 @@ def test_audit_min_eigenvalue_release(cls, violation, xy_audited):
     # its own claimed ε (about 0.37 of the total ε = 1 at δ = 1e-6).
     X, g, Xp, gp = _eigenvalue_pair()
     claim = _eigenvalue_claim(10, 1e-6)
-    est = cls(epsilon=1.0, delta=1e-6, fit_intercept=False)
+    est = _est(1, cls, epsilon=1.0, delta=1e-6, fit_intercept=False)
     res = audit_estimator(xy_audited(est), X, Xp, groups=g, groups_prime=gp,
                           statistic=lambda e: float(e.fitted_.min_eigenvalue_),
                           epsilon_claimed=claim, delta=1e-6, n_runs=3000,
@@ -361,7 +415,7 @@ def test_audit_whole_fit(xy_audited):
     X[:, 0] = 0.5
     Xp[:, 0] = 0.5
     Xp[0, 1] = 1.0  # one user's target changes
-    est = UserDPLinearRegression(epsilon=1.0, delta=1e-6, fit_intercept=False)
+    est = _est(1, epsilon=1.0, delta=1e-6, fit_intercept=False)
     res = audit_estimator(xy_audited(est), X, Xp, groups=g, groups_prime=gp,
                           statistic=lambda e: float(e.fitted_.coef_[0]),
                           n_runs=3000, random_state=1)
