@@ -3,7 +3,7 @@
 Run from the repository root::
 
     python benchmarks/bench_dpsgd_speed.py          # 500k rows x 32 features x 5k users
-    python benchmarks/bench_dpsgd_speed.py --quick  # smoke test (50k x 16 x 500)
+    python benchmarks/bench_dpsgd_speed.py --quick  # smoke test (50k x 16 x 5k)
 
 Target (from the issue): ``UserDPSGDRegressor`` with its defaults
 (``max_iter=100``, ``solver="gd"``, ``aggregator="clip"``) fits in at most
@@ -23,14 +23,17 @@ classifier (``classes=[0, 1]`` declared). Every repeat times, in this order:
 * ``regressor``: ``UserDPSGDRegressor(random_state=seed).fit(X, y,
   groups=groups)``, every other parameter at its default;
 * ``classifier``: ``UserDPSGDClassifier(classes=[0, 1],
-  random_state=seed).fit(X, y_binary, groups=groups)``.
+  random_state=seed).fit(X, y_binary, groups=groups)``;
+* ``regressor_no_std``, ``classifier_no_std``: the same with
+  ``standardize=False`` (the default ``"auto"`` adds a private
+  standardisation of the features before the gradient descent).
 
 After ``--repeats`` repeats (after one warm-up of each case), the table gives
 the median and the min of every case and its ratio to the median
 ``user_means`` pass, and the median over repeats of the paired ratio (a
 case's time over the ``user_means`` time of the same repeat, which follows
 the load of the machine). With ``--before-repeats N`` (default 1; 0 skips)
-the two estimators are also fitted with the previous per-user gradient
+the estimators are also fitted with the previous per-user gradient
 function (a sparse averaging matrix times ``F[:, k]·X̃`` at every step,
 copied below and monkeypatched into ``skuserdp.linear_model._dpsgd``), each
 next to its own ``user_means`` pass: the "before" ratios. Their
@@ -77,12 +80,12 @@ def parse_args(argv=None):
                         help="fits with the previous gradient function (0: skip)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--quick", action="store_true",
-                        help="smoke test: 50k rows x 16 features x 500 users, 2 "
+                        help="smoke test: 50k rows x 16 features x 5k users, 2 "
                         "repeats; saved as dpsgd_speed_quick.*")
     parser.add_argument("--output-dir", type=Path, default=RESULTS_DIR)
     args = parser.parse_args(argv)
     if args.quick:
-        args.rows, args.features, args.users, args.repeats = 50_000, 16, 500, 2
+        args.rows, args.features, args.users, args.repeats = 50_000, 16, 5_000, 2
     return args
 
 
@@ -136,11 +139,18 @@ def estimators(seed):
     return {
         "regressor": lambda: UserDPSGDRegressor(random_state=seed),
         "classifier": lambda: UserDPSGDClassifier(classes=[0, 1], random_state=seed),
+        "regressor_no_std": lambda: UserDPSGDRegressor(standardize=False,
+                                                       random_state=seed),
+        "classifier_no_std": lambda: UserDPSGDClassifier(
+            classes=[0, 1], standardize=False, random_state=seed),
     }
 
 
+def target_of(name, y, y_binary):
+    return y if name.startswith("regressor") else y_binary
+
+
 def cases(X, y, y_binary, groups, seed):
-    targets = {"regressor": y, "classifier": y_binary}
 
     def ridge_one_thread():
         with threadpool_limits(limits=1, user_api="blas"):
@@ -150,7 +160,7 @@ def cases(X, y, y_binary, groups, seed):
            "ridge": lambda: Ridge().fit(X, y),
            "ridge_1_thread": ridge_one_thread}
     for name, make in estimators(seed).items():
-        out[name] = (lambda make=make, t=targets[name]:
+        out[name] = (lambda make=make, t=target_of(name, y, y_binary):
                      make().fit(X, t, groups=groups))
     return out
 
@@ -215,7 +225,7 @@ def run(args):
         ts = np.array(ts)
         rows.append({
             "case": name, "repeats": len(ts),
-            "implementation": "new" if name in ("regressor", "classifier") else "-",
+            "implementation": "new" if name.startswith(("reg", "clas")) else "-",
             "median_s": float(np.median(ts)), "min_s": float(ts.min()),
             "ratio_median": float(np.median(ts) / np.median(um)),
             "ratio_paired_median": float(np.median(ts / um)),
@@ -223,7 +233,7 @@ def run(args):
     # before: the previous gradient function, each fit next to a user_means
     before = estimators(args.seed) if args.before_repeats > 0 else {}
     for name, make in before.items():
-        t = y if name == "regressor" else y_binary
+        t = target_of(name, y, y_binary)
         ts, ums = [], []
         for _ in range(args.before_repeats):
             ums.append(timed(fns["user_means"])[0])
@@ -251,7 +261,7 @@ def run(args):
     # where the fit spends its time (one instrumented fit each)
     breakdown = []
     for name, make in estimators(args.seed).items():
-        t = y if name == "regressor" else y_binary
+        t = target_of(name, y, y_binary)
         probe = _Instrumented(dpsgd._user_gradient_fn)
         total, _ = timed(lambda: with_gradient_fn(
             probe, lambda: make().fit(X, t, groups=groups)))
