@@ -33,6 +33,8 @@ from .utils._validation import check_bounds
 #: above this bound on the failure probability of a private median,
 #: ``bounds="auto"`` warns that the learned box may miss the data
 BOUNDS_FAILURE_WARN = 0.05
+#: above this bound, bounds="auto" refuses to fit (ValueError)
+BOUNDS_FAILURE_REFUSE = 0.5
 #: default share of the budget for bounds="auto": of ρ (zCDP accounting), of ε
 #: (basic composition of the 2d pure releases, which needs a larger share)
 BOUNDS_SHARE_ZCDP, BOUNDS_SHARE_PURE = 0.1, 0.25
@@ -110,13 +112,24 @@ def learn_box(name, U, release_epsilon, random_state, stacklevel=5):
     """``bounds="auto"``: the private box of the columns of ``U`` (one row per
     user), with the warnings a user needs.
 
-    An :class:`~skuserdp.exceptions.AccuracyWarning` when the public failure
-    bound of the median or of the spread release exceeds 5 % (the box may
-    miss the data or be far too loose), and when a learned box is flat (a
-    value shared by most users, e.g. a rare binary feature).
+    A ``ValueError`` when the public failure bound of the median or of the
+    spread release exceeds 1/2 (the box would likely miss the data or be
+    absurdly wide, and the fit would be garbage: refuse rather than return
+    it); an :class:`~skuserdp.exceptions.AccuracyWarning` when it exceeds
+    5 %, and when a learned box is flat (a value shared by most users, e.g. a
+    rare binary feature).
     """
     n, d = U.shape
     fail_m, fail_s = bounds_failure_probability(n, release_epsilon)
+    if max(fail_m, fail_s) > BOUNDS_FAILURE_REFUSE:
+        raise ValueError(
+            f"{name}: bounds='auto' cannot learn the box of {d} column(s) from {n} "
+            f"users at this budget (epsilon {release_epsilon:.3g} per release; "
+            f"failure probability up to {max(fail_m, fail_s):.2g} per column): the "
+            "estimate would be garbage. Declare bounds=(lower, upper) (and "
+            "target_bounds for a regressor) in the units of the data -- public "
+            "knowledge such as a codebook range -- or use more users, fewer "
+            "columns or a larger epsilon (or bounds_share).")
     if max(fail_m, fail_s) > BOUNDS_FAILURE_WARN:
         warnings.warn(
             f"{name}: bounds='auto' learns the box of {d} column(s) from {n} users "

@@ -33,6 +33,11 @@ INIT_PARAMS = {
     # The dispatcher needs declared knowledge; with 20-40 users and d = 3 it
     # picks CoinPress.
     "UserMeanEstimator": dict(bounds=(-10.0, 10.0), random_state=0),
+    # The common checks use 20-40 users: far too few to learn a box
+    # (bounds="auto" refuses there, tested in tests/mechanisms), so declare it.
+    "ClipNoiseMeanEstimator": dict(bounds=(-10.0, 10.0), random_state=0),
+    "CoinPressMeanEstimator": dict(bounds=(-10.0, 10.0), random_state=0),
+    "WinsorizedMeanEstimator": dict(bounds=(-10.0, 10.0), random_state=0),
     # The heavy-tail estimator needs its public moment bound (no default).
     "ThreadedClipNoiseEstimator": dict(moment_bound=1.0, bounds=(-10.0, 10.0),
                                        random_state=0),

@@ -162,10 +162,13 @@ def _rows_by_count(codes, n_users):
 
 def _streamed_statistics(X, y, codes, n_users, *, drop_last_diagonal,
                          feature_bound=None, intercept=False,
-                         chunk_elements=None):
+                         chunk_elements=None, box=None):
     """Per-user ``(vech(S_u), b_u)`` streamed over chunks of users.
 
-    The rows used are those of ``X``, projected onto the ball of radius
+    With ``box`` (a :class:`~skuserdp.linear_model._base.PublicScale`) the
+    rows and targets are first clipped to their boxes and mapped to box
+    units, chunk by chunk (exactly ``box.rows`` / ``box.targets``). The rows
+    used are those of ``X``, projected onto the ball of radius
     ``feature_bound`` (when given, exactly as :func:`project_rows`, up to
     the rounding of the row norms) and followed by a column of ones when
     ``intercept``. Rows are grouped by user (one stable sort of the codes,
@@ -210,6 +213,16 @@ def _streamed_statistics(X, y, codes, n_users, *, drop_last_diagonal,
                 idx = row_order[r0:r1]
                 np.take(X, idx, axis=0, out=Z[:, :d], mode="clip")
                 np.take(y, idx, out=Z[:, p], mode="clip")
+            if box is not None:
+                Xc = Z[:, :d]
+                np.clip(Xc, box.lower, box.upper, out=Xc)
+                Xc -= box.mid
+                Xc /= box.half
+                if box.y_lower is not None:
+                    yc = Z[:, p]
+                    np.clip(yc, box.y_lower, box.y_upper, out=yc)
+                    yc -= box.y_mid
+                    yc /= box.y_half
             if bound is not None:  # project_rows: factor 1 inside the ball
                 Xc = Z[:, :d]
                 norms = np.sqrt(np.einsum("ij,ij->i", Xc, Xc))
@@ -548,13 +561,14 @@ class UserDPLinearRegression(RegressorMixin, _UserDPLinearModel):
         return math.sqrt(b2 * b2 - (1.0 if self.fit_intercept else 0.0)
                          + b2)  # targets in box units: |y| <= 1
 
-    def _user_statistics(self, X, y, codes, n_users):
-        """:func:`sufficient_statistics` of the augmented, projected rows,
-        computed chunk by chunk from ``X`` (never copied whole)."""
+    def _user_statistics(self, X, y, codes, n_users, box=None):
+        """:func:`sufficient_statistics` of the augmented rows (in the box
+        units of ``box`` when given), computed chunk by chunk from ``X``
+        (never copied whole)."""
         return _streamed_statistics(X, y, codes, n_users,
                                     drop_last_diagonal=bool(self.fit_intercept),
                                     feature_bound=self._feature_bound,
-                                    intercept=bool(self.fit_intercept))
+                                    intercept=bool(self.fit_intercept), box=box)
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, *, groups=None):
@@ -590,7 +604,7 @@ class UserDPLinearRegression(RegressorMixin, _UserDPLinearModel):
         scale, box_loss, epsilon, seed = self._public_scale(
             X, y, codes, n_users, target_bounds=self.target_bounds)
         self._record_scale(scale)
-        V = self._user_statistics(scale.rows(X), scale.targets(y), codes, n_users)
+        V = self._user_statistics(X, y, codes, n_users, box=scale)
         if self.clip_radius != "auto":
             radius = float(self.clip_radius)
         elif self._zcdp_accounting():

@@ -56,8 +56,9 @@ bounds : "auto" or tuple (lower, upper), default="auto"
     a private median ``t`` and spread ``s`` of the users' means, box
     ``t ± 4s``; see :func:`skuserdp.mechanisms.private_bounds`); the spend
     is included in ``epsilon_``. With too few users for that step an
-    :class:`~skuserdp.exceptions.AccuracyWarning` is raised. Never computed
-    from the data without privacy.""",
+    :class:`~skuserdp.exceptions.AccuracyWarning` is raised, and with far too
+    few (a public failure bound above 1/2) ``fit`` refuses with a
+    ``ValueError``. Never computed from the data without privacy.""",
     "bounds_share": """\
 bounds_share : float, default=None
     Share of the budget spent learning ``bounds="auto"``: of ρ when the

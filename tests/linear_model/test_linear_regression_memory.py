@@ -140,6 +140,10 @@ def test_estimator_statistics_equal_the_reference_on_box_rows(fit_intercept,
     tol = _tolerance(Za, yz, codes, 80, fit_intercept) + 8 * EPS * mag * (1 + 1e-6)
     got = est._user_statistics(scale.rows(X), scale.targets(y), codes, 80)
     assert np.all(np.abs(got - expected) <= tol)
+    # what fit does: the box map chunk by chunk inside the stream (the same
+    # floating-point operations, so bit for bit the same statistics)
+    streamed = est._user_statistics(X, y, codes, 80, box=scale)
+    np.testing.assert_array_equal(streamed, got)
 
 
 def test_one_row_users_and_users_without_rows():
@@ -224,11 +228,6 @@ def test_statistics_memory_is_per_user_not_per_row_squared():
     assert np.isfinite(V).all()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "dda540f: fit maps the rows to box units with PublicScale.rows(X), a "
-    "whole copy of X, before streaming the statistics (peak ~74 MiB > the "
-    "34 MiB budget; X is 61 MiB). Strict: passes again once the box map is "
-    "done chunk by chunk inside the stream."))
 def test_fit_memory_is_per_user_not_per_row_squared():
     # 400k rows x 20 features (64 MB), 500 users of 800 rows. The dense
     # path held n_rows x p(p+1)/2 products (~740 MB). The streamed fit may

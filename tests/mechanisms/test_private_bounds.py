@@ -122,7 +122,7 @@ def test_split_composes_within_the_target(zcdp, delta, share, k):
 
 
 def test_estimators_record_the_bounds_step_in_their_spend():
-    X, g = _clinical(0, n=400)
+    X, g = _clinical(0, n=1000)
     est = ClipNoiseMeanEstimator(epsilon=1.0, delta=1e-6, random_state=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", AccuracyWarning)
@@ -177,12 +177,23 @@ def test_a_declared_box_that_misses_the_data_warns_instead_of_a_silent_corner():
     np.testing.assert_allclose(est.mean_, 10.0)
 
 
-def test_too_few_users_for_auto_bounds_warn():
-    X, g = _clinical(0, n=40)
+def test_too_few_users_for_auto_bounds_warn_then_refuse():
+    # d = 3, epsilon = 1: each release has epsilon_0 = 0.057 (public). The
+    # public failure bound is above 1/2 at 600 users (refuse: the estimate
+    # would be garbage), between 5 % and 1/2 at 700 (warn), below at 1000.
+    eps0 = split_for_public_bounds(1.0, 1e-6, 0.1, 6, zcdp=True)[0]
+    assert max(bounds_failure_probability(600, eps0)) > 0.5
+    assert 0.05 < max(bounds_failure_probability(700, eps0)) <= 0.5
+    X, g = _clinical(0, n=600)
+    with pytest.raises(ValueError, match="cannot learn the box"):
+        CoinPressMeanEstimator(random_state=0).fit(X, groups=g)
+    X, g = _clinical(0, n=700)
     with pytest.warns(AccuracyWarning, match="learned box may miss"):
         CoinPressMeanEstimator(random_state=0).fit(X, groups=g)
-    m, _ = bounds_failure_probability(40, 0.05)
-    assert m > 0.05
+    X, g = _clinical(0, n=1000)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", AccuracyWarning)
+        CoinPressMeanEstimator(random_state=0).fit(X, groups=g)
 
 
 def test_rare_binary_feature_gets_a_flat_box_and_a_warning():
@@ -221,7 +232,7 @@ def test_spread_rule_falls_back_to_the_median_distance_from_public_values():
 
 
 # ---------------------------------------------------------------------- audit
-def _box_neighbours(n=40):
+def _box_neighbours(n=400):
     # half the users at 0, half at 10; the neighbour moves one user 10 -> 0,
     # which moves the median and the spread
     X = np.r_[np.zeros(n // 2), np.full(n // 2, 10.0)][:, None]
