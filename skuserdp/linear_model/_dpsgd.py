@@ -557,8 +557,8 @@ class UserDPSGDRegressor(RegressorMixin, _BaseUserDPSGD):
     }
 
     def __init__(self, epsilon=1.0, delta=1e-6, *, loss="squared_error",
-                 huber_delta=1.35, bounds="auto", target_bounds="auto",
-                 bounds_share=None, alpha=0.0, fit_intercept=True, radius=5.0,
+                 huber_delta=1.35, target_bounds="auto", alpha=0.0,
+                 fit_intercept=True, bounds="auto", bounds_share=None, radius=5.0,
                  max_iter=100, aggregator="clip", clip_norm="auto", solver="gd",
                  learning_rate="auto", sampling_rate=None, tau="auto",
                  samples_per_user=None, gamma=0.01, standardize="auto",
@@ -730,8 +730,8 @@ class UserDPSGDClassifier(ClassifierMixin, _BaseUserDPSGD):
         "classes": [None, "array-like"],
     }
 
-    def __init__(self, epsilon=1.0, delta=1e-6, *, classes=None, bounds="auto",
-                 bounds_share=None, alpha=0.0, fit_intercept=True, radius=5.0,
+    def __init__(self, epsilon=1.0, delta=1e-6, *, classes=None, alpha=0.0,
+                 fit_intercept=True, bounds="auto", bounds_share=None, radius=5.0,
                  max_iter=100, aggregator="clip", clip_norm="auto", solver="gd",
                  learning_rate="auto", sampling_rate=None, tau="auto",
                  samples_per_user=None, gamma=0.01, standardize="auto",

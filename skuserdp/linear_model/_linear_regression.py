@@ -541,7 +541,7 @@ class UserDPLinearRegression(RegressorMixin, _UserDPLinearModel):
     }
 
     def __init__(self, epsilon=1.0, delta=1e-6, *, alpha="auto", fit_intercept=True,
-                 bounds="auto", target_bounds="auto", bounds_share=None,
+                 bounds="auto", bounds_share=None, target_bounds="auto",
                  clip_radius="auto", calibration="tight", random_state=None,
                  n_jobs=None):
         self.epsilon = epsilon

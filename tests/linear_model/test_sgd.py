@@ -769,6 +769,7 @@ def test_gd_with_l2_penalty_plans_the_convex_schedule(monkeypatch):
     groups = np.repeat(np.arange(50), 4)
     for fit_intercept in (True, False):
         UserDPSGDRegressor(alpha=0.5, fit_intercept=fit_intercept, max_iter=5,
+                           bounds=(-0.5, 0.5), target_bounds=(-0.5, 0.5),
                            random_state=0).fit(X, y, groups=groups)
     assert [p.schedule for p in plans] == ["convex", "convex"]
 

@@ -248,7 +248,9 @@ def _fit_both(est, X, y, groups, monkeypatch):
 def test_regressor_coefficients_as_before(params, monkeypatch):
     X, score, groups, rng = _panel(seed=8)
     y = score + 0.05 * rng.normal(size=score.size)
-    est = UserDPSGDRegressor(epsilon=2.0, random_state=0, **params)
+    # declared boxes: 300 users are too few for bounds="auto" (it refuses)
+    est = UserDPSGDRegressor(epsilon=2.0, random_state=0, bounds=(-0.5, 0.5),
+                             target_bounds=(-1.0, 1.0), **params)
     (coef, intercept), (coef_old, intercept_old) = _fit_both(est, X, y, groups,
                                                              monkeypatch)
     np.testing.assert_allclose(coef, coef_old, rtol=0, atol=1e-8)
@@ -262,7 +264,7 @@ def test_classifier_coefficients_as_before(n_classes, monkeypatch):
     y = np.digitize(score + 0.1 * rng.normal(size=score.size),
                     np.quantile(score, np.linspace(0, 1, n_classes + 1)[1:-1]))
     est = UserDPSGDClassifier(epsilon=2.0, classes=list(range(n_classes)),
-                              max_iter=50, random_state=0)
+                              max_iter=50, bounds=(-0.5, 0.5), random_state=0)
     (coef, intercept), (coef_old, intercept_old) = _fit_both(est, X, y, groups,
                                                              monkeypatch)
     np.testing.assert_allclose(coef, coef_old, rtol=0, atol=1e-8)
