@@ -73,7 +73,8 @@ def test_grid_search_routes_groups_to_fit_and_score(routing):
 def test_cross_validate_and_pipeline(routing):
     X, groups = _data()
     clip = FunctionTransformer(np.clip, kw_args={"a_min": -3, "a_max": 3})
-    pipe = make_pipeline(clip, ClipNoiseMeanEstimator(radius=2.0, random_state=0))
+    est = ClipNoiseMeanEstimator(bounds=BOX, radius=2.0, random_state=0)
+    pipe = make_pipeline(clip, est)
     pipe.fit(X, groups=groups)
     assert pipe[-1].n_users_ == 60
     assert np.isfinite(pipe.score(X, groups=groups))
@@ -86,7 +87,7 @@ def test_cross_validate_and_pipeline(routing):
 
 def test_without_routing_the_fit_warns_item_level():
     X, groups = _data()
-    gs = GridSearchCV(ClipNoiseMeanEstimator(radius=2.0, random_state=0),
+    gs = GridSearchCV(ClipNoiseMeanEstimator(bounds=BOX, radius=2.0, random_state=0),
                       {"epsilon": [1.0]}, cv=GroupKFold(3))
     with pytest.warns(ItemLevelPrivacyWarning):
         gs.fit(X, groups=groups)
