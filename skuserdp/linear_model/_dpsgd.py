@@ -21,7 +21,7 @@ from ..exceptions import ClassesFromDataWarning
 from ..mean._concentration import tau_gradients
 from ..mean._clip_noise import clip_noise_from_plan, plan_clip_noise
 from ..mechanisms._private_bounds import private_quantile
-from ..privacy import ZCDP, bounded_range_epsilon, compose, split_zcdp
+from ..privacy import ZCDP, compose, split_for_public_bounds, split_zcdp
 from ..utils._docstrings import fill_doc
 from ..users._aggregate import _means_by_code
 from ..utils._random import make_seed_sequence
@@ -229,13 +229,13 @@ class _BaseUserDPSGD(_UserDPLinearModel):
         norms at the starting point, from ``CLIP_SHARE`` of the zCDP budget.
 
         Returns ``(C, loss, epsilon_rest, seed_rest)``."""
-        first, eps_rest = split_zcdp(epsilon, self.delta, CLIP_SHARE)
+        # one bounded-range release: the privacy core splits and charges it
+        eps0, loss, eps_rest, _ = split_for_public_bounds(
+            epsilon, self.delta, CLIP_SHARE, 1, zcdp=True)
         seed_clip, seed_rest = make_seed_sequence(seed).spawn(2)
         norms = np.linalg.norm(users_fn()(theta0), axis=1)
-        # a few ulps below the charge, so that rounding never overspends it
-        eps0 = bounded_range_epsilon(first.rho * (1.0 - 8.0 * np.finfo(float).eps))
         C = private_quantile(norms, 0.5, eps0, random_state=seed_clip)
-        return C, first, eps_rest, seed_rest
+        return C, loss, eps_rest, seed_rest
 
     def _fit_parameters(self, loss, Xa, y, codes, n_users, n_outputs,
                         *, epsilon=None, row_bound=None, random_state=None,

@@ -80,10 +80,10 @@ from ..privacy import (
     ZCDP,
     ApproxDP,
     PureDP,
-    bounded_range_epsilon,
     compose,
     psd_min_eigenvalue_sensitivity,
     second_moment_bounds,
+    split_for_public_bounds,
     split_off,
     split_zcdp,
     split_zcdp_shares,
@@ -660,13 +660,13 @@ class UserDPLinearRegression(RegressorMixin, _UserDPLinearModel):
         the zCDP budget (one exponential-mechanism release, charged), kept
         within ``[r_max/1000, r_max]`` (``r_max`` the largest possible
         norm). Returns ``(radius, loss, epsilon_rest, seed_rest)``."""
-        first, eps_rest = split_zcdp(epsilon, self.delta, CLIP_SHARE)
+        eps0, loss, eps_rest, _ = split_for_public_bounds(
+            epsilon, self.delta, CLIP_SHARE, 1, zcdp=True)
         seed_r, seed_rest = make_seed_sequence(seed).spawn(2)
-        eps0 = bounded_range_epsilon(first.rho * (1.0 - 8.0 * np.finfo(float).eps))
         r = private_quantile(np.linalg.norm(V, axis=1), 0.5, eps0,
                              random_state=seed_r)
         r_max = self._max_radius()
-        return min(max(r, 1e-3 * r_max), r_max), first, eps_rest, seed_rest
+        return min(max(r, 1e-3 * r_max), r_max), loss, eps_rest, seed_rest
 
     def _plan(self, n_users, p, n_stats, radius, epsilon):
         """Plans of the statistics release and, for ``alpha="auto"``, of the
