@@ -278,6 +278,7 @@ class UserLevelMeanEstimator(UserLevelMixin, BaseEstimator):
             loss = compose(budget.bounds_loss, loss)
         self._set_fitted(mean, n_users, loss)
         self._check_box(budget)
+        self._check_noise(budget)
         return self
 
     def _prepare(self, n_users, n_features):
@@ -329,6 +330,28 @@ class UserLevelMeanEstimator(UserLevelMixin, BaseEstimator):
                 "estimate is biased. Check bounds (in the units of X)"
                 + (" or use bounds='auto'." if not isinstance(self.bounds, str)
                    else "; declare them if you know them."),
+                AccuracyWarning, stacklevel=3)
+
+    def _check_noise(self, budget):
+        """Warn when the plan's noise alone exceeds the box (post-processing).
+
+        ``_fit_user_means`` may leave ``_noise_error``: the root mean squared
+        ℓ2 error of its last release's noise, a function of the public plan
+        (and of earlier private releases, such as CoinPress's radii). When it
+        exceeds the half-diagonal of the box, the box's midpoint -- free of
+        charge -- is expected to be closer to the truth than the estimate.
+        """
+        err = self.__dict__.pop("_noise_error", None)
+        if err is None or budget.lower is None:
+            return
+        scale = float(np.linalg.norm(budget.half_width))
+        if err > scale:
+            warnings.warn(
+                f"{type(self).__name__}: the noise of this release alone is "
+                f"expected to move the estimate by {err:.3g} (ℓ2, from the public "
+                f"plan), more than the half-diagonal {scale:.3g} of the box "
+                "bounds_: the box's midpoint would likely be closer to the truth. "
+                "Use more users, a larger epsilon or tighter declared bounds.",
                 AccuracyWarning, stacklevel=3)
 
     def _set_fitted(self, mean, n_users, loss):

@@ -17,7 +17,7 @@ from sklearn.base import ClassifierMixin, RegressorMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 
-from ..exceptions import ClassesFromDataWarning
+from ..exceptions import AccuracyWarning, ClassesFromDataWarning
 from ..mean._concentration import tau_gradients
 from ..mean._clip_noise import clip_noise_from_plan, plan_clip_noise
 from ..mechanisms._private_bounds import private_quantile
@@ -32,6 +32,7 @@ from ._base import (
 )
 from ._losses import get_loss
 from ._sgd import (
+    PhasedPlan,
     phased_erm,
     plan_gradient_descent,
     plan_phased_erm,
@@ -307,11 +308,39 @@ class _BaseUserDPSGD(_UserDPLinearModel):
                                penalty_gradient=penalty,
                                random_state=random_state, n_jobs=self.n_jobs,
                                verbose=self.verbose)
+        self._check_plan_accuracy(plan, loss, n_outputs)
         self.n_iter_ = plan.n_steps
         self.n_users_ = n_users
         self._set_spend(plan.loss if pre_loss is None
                         else compose(pre_loss, plan.loss))
         return theta.reshape(n_outputs, -1)
+
+    def _check_plan_accuracy(self, plan, loss, n_outputs):
+        """Warn when the plan's own public error bound is vacuous
+        (post-processing of public values; no privacy cost).
+
+        The excess-risk bound of noisy projected gradient descent with
+        averaged iterates has the noise term ``ν·R/√T`` (ν² the total noise
+        variance of one released gradient, R the radius of the parameter
+        ball, T the steps; spec §3.7), a lower bound on the whole bound. When
+        it exceeds the largest loss of the zero model (targets and rows in
+        box units), the plan cannot promise anything better than predicting
+        zero. For Phased ERM the first phase, which carries the estimate, is
+        checked.
+        """
+        step_plan = plan.phases[0] if isinstance(plan, PhasedPlan) else plan
+        noise_term = (math.sqrt(step_plan.noise_variance / step_plan.n_steps)
+                      * step_plan.radius)
+        scale = loss.loss_at_zero(1.0, n_outputs)
+        if noise_term > scale:
+            warnings.warn(
+                f"{type(self).__name__}: the noise term of this plan's public "
+                f"excess-risk bound ({noise_term:.3g}, in the box units of the "
+                f"data) exceeds the largest loss of the zero model ({scale:.3g}): "
+                "the fit is likely dominated by noise. Use more users, a larger "
+                "epsilon, aggregator='clip' with calibration='tight' (the "
+                "defaults), or tighter declared bounds.",
+                AccuracyWarning, stacklevel=4)
 
     @staticmethod
     def _check_plan_loss(plan, pre_loss):

@@ -52,6 +52,10 @@ class _Loss:
     def row_losses(self, Z, y):
         raise NotImplementedError
 
+    def loss_at_zero(self, target_bound, n_outputs):
+        """Upper bound on every row's loss at the zero model (public)."""
+        raise NotImplementedError
+
 
 class SquaredError(_Loss):
     name = "squared_error"
@@ -61,6 +65,9 @@ class SquaredError(_Loss):
 
     def row_losses(self, Z, y):
         return 0.5 * (Z[:, 0] - y) ** 2
+
+    def loss_at_zero(self, target_bound, n_outputs):
+        return 0.5 * target_bound ** 2
 
     def gradient_bound(self, row_bound, target_bound, radius):
         return row_bound * (radius * row_bound + target_bound)
@@ -83,6 +90,10 @@ class Huber(_Loss):
         h = self.huber_delta
         return np.where(r <= h, 0.5 * r * r, h * (r - 0.5 * h))
 
+    def loss_at_zero(self, target_bound, n_outputs):
+        h, t = self.huber_delta, float(target_bound)
+        return 0.5 * t * t if t <= h else h * (t - 0.5 * h)
+
     def gradient_bound(self, row_bound, target_bound, radius):
         return row_bound * min(self.huber_delta, radius * row_bound + target_bound)
 
@@ -102,6 +113,9 @@ class Logistic(_Loss):
     def row_losses(self, Z, y):
         z = Z[:, 0]
         return -(y * log_expit(z) + (1 - y) * log_expit(-z))
+
+    def loss_at_zero(self, target_bound, n_outputs):
+        return math.log(2.0)
 
     def gradient_bound(self, row_bound, target_bound, radius):
         return row_bound
@@ -126,6 +140,9 @@ class Multinomial(_Loss):
 
     def row_losses(self, Z, y):
         return -log_softmax(Z, axis=1)[np.arange(Z.shape[0]), y.astype(np.intp)]
+
+    def loss_at_zero(self, target_bound, n_outputs):
+        return math.log(n_outputs)
 
     def gradient_bound(self, row_bound, target_bound, radius):
         return math.sqrt(2.0) * row_bound

@@ -340,6 +340,9 @@ class UserMeanEstimator(UserLevelMeanEstimator):
         est = self._delegate_
         del self._delegate_
         mean, loss = est._fit_user_means(U, budget)
+        noise_error = est.__dict__.pop("_noise_error", None)
+        if noise_error is not None:
+            self._noise_error = noise_error
         # the delegate, fitted (its own attributes: radii_, garbage_, tau_...)
         est.n_features_in_ = d
         full = loss if budget.bounds_loss is None else compose(budget.bounds_loss, loss)

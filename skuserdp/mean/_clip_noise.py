@@ -100,6 +100,15 @@ def clip_noise_mean(user_means, *, epsilon, delta, radius, center=None,
     >>> mean.shape, loss.epsilon <= 1.0
     ((3,), True)
     """
+    mean, plan = _clip_noise_mean(
+        user_means, epsilon=epsilon, delta=delta, radius=radius, center=center,
+        calibration=calibration, random_state=random_state, n_jobs=n_jobs)
+    return mean, plan.loss
+
+
+def _clip_noise_mean(user_means, *, epsilon, delta, radius, center, calibration,
+                     random_state, n_jobs):
+    """:func:`clip_noise_mean`, returning the plan instead of its loss."""
     U = np.asarray(user_means, dtype=np.float64)
     n_users, n_features = U.shape
     budget = ApproxDP(epsilon, delta) if delta > 0 else PureDP(epsilon)
@@ -107,7 +116,7 @@ def clip_noise_mean(user_means, *, epsilon, delta, radius, center=None,
                            calibration=calibration)
     mean = clip_noise_from_plan(U, plan, center=center, random_state=random_state,
                                 n_jobs=n_jobs)
-    return mean, plan.loss
+    return mean, plan
 
 
 @dataclass(frozen=True)
@@ -382,7 +391,7 @@ class ClipNoiseMeanEstimator(UserLevelMeanEstimator):
                   else check_center(self.center, d))
         radius = (float(np.linalg.norm(budget.half_width)) if self.radius is None
                   else self.radius)
-        return clip_noise_mean(
+        mean, plan = _clip_noise_mean(
             U,
             epsilon=budget.epsilon,
             delta=budget.delta,
@@ -392,3 +401,5 @@ class ClipNoiseMeanEstimator(UserLevelMeanEstimator):
             random_state=budget.random_state,
             n_jobs=self.n_jobs,
         )
+        self._noise_error = math.sqrt(d * plan.noise_variance)
+        return mean, plan.loss

@@ -466,4 +466,8 @@ class CoinPressMeanEstimator(UserLevelMeanEstimator):
             final_scale_factor=self.final_scale_factor, beta=self.beta,
             box=(budget.lower, budget.upper),
             random_state=budget.random_state, n_jobs=self.n_jobs)
+        # the last release's noise (its radius is a public function of earlier
+        # releases)
+        last = plan_clip_noise(n, d, budget=plan.final_budget, radius=self.radii_[-1])
+        self._noise_error = math.sqrt(d * last.noise_variance)
         return mean, plan.loss

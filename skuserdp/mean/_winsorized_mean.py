@@ -9,6 +9,7 @@ two calibrations and the privacy proof sketch are in
 budget, and wraps the core as a function, an estimator and a query engine.
 """
 
+import math
 import warnings
 
 import numpy as np
@@ -493,4 +494,6 @@ class WinsorizedMeanEstimator(UserLevelMeanEstimator):
             n_jobs=self.n_jobs,
         )
         self.tau_, self.route_ = plan.tau, plan.route
+        # i.i.d. noise per rotated coordinate stays i.i.d. after the rotation
+        self._noise_error = math.sqrt(U.shape[1] * plan.noise_variance)
         return mid + mean, loss
