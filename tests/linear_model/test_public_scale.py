@@ -5,8 +5,10 @@ that come with the defaults.
 * the recorded spend is the composition of every release of the default
   configuration (boxes, starting intercept, clip norm or clip radius,
   smoothness or eigenvalue, and the plan), recomputed from the privacy core;
-* an audit of DP-SGD's ``clip_norm="auto"`` (the private median of the
-  users' gradient norms), with a non-private positive control.
+* audits of the privately learned knobs, each with a non-private positive
+  control: DP-SGD's ``clip_norm="auto"`` (the private median of the users'
+  gradient norms) and ``learning_rate="auto"`` (the users' mean squared row
+  norm), and UserDPLinearRegression's ``clip_radius="auto"``.
 """
 
 import math
@@ -324,6 +326,69 @@ def test_audit_clip_norm_auto(leaky, xy_audited, monkeypatch):
         monkeypatch.setattr(dpsgd_module, "private_quantile", _exact_median)
     res = audit_estimator(xy_audited(est), X, Xp, groups=g, groups_prime=gp,
                           statistic=lambda e: float(e.fitted_.clip_norm_),
+                          epsilon_claimed=claim, delta=0.0, n_runs=1500,
+                          random_state=0)
+    assert res.violation == leaky, str(res)
+
+
+# The two other privately learned knobs, audited the same way: the released
+# value is the statistic, the claim is that release's own guarantee, and the
+# positive control releases it without noise.
+def _smoothness_estimator():
+    # declared box, no intercept, a numeric clip norm (no clip release):
+    # mean_squared_row_norm_ is the smoothness release alone (first in the fit)
+    return UserDPSGDRegressor(epsilon=15.0, delta=1e-6, bounds=(-1.0, 1.0),
+                              target_bounds=(-1.0, 1.0), fit_intercept=False,
+                              clip_norm=1.0, max_iter=1)
+
+
+def _exact_clip_noise(user_values, plan, *, center=None, random_state=None,
+                      n_jobs=None):
+    """Non-private: the exact users' mean, without clipping or noise."""
+    return np.asarray(user_values, dtype=np.float64).mean(axis=0)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("leaky", [False, True], ids=["private", "exact_mean"])
+def test_audit_learning_rate_auto(leaky, xy_audited, monkeypatch):
+    # one row per user, one feature: each user's squared row norm is x² in
+    # [0, 1]; the neighbour moves one user from x = 0.2 to x = 1 (its mean
+    # moves by 0.096). The release is a discrete Gaussian at the smoothness
+    # share of ρ: its (ε, δ = 1e-6) guarantee is the claim.
+    X, g, Xp, gp = _clip_pair()
+    est = _smoothness_estimator()
+    first, _ = split_zcdp(15.0, 1e-6, SMOOTH_SHARE)
+    claim = zcdp_to_approx_dp(first.rho, 1e-6).epsilon
+    assert 1.0 < claim < 5.0  # a claim the audit can test
+    if leaky:
+        monkeypatch.setattr(dpsgd_module, "clip_noise_from_plan", _exact_clip_noise)
+    res = audit_estimator(xy_audited(est), X, Xp, groups=g, groups_prime=gp,
+                          statistic=lambda e: float(e.fitted_.mean_squared_row_norm_),
+                          epsilon_claimed=claim, delta=1e-6, n_runs=1500,
+                          random_state=0)
+    assert res.violation == leaky, str(res)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("leaky", [False, True], ids=["private", "exact_median"])
+def test_audit_clip_radius_auto(leaky, xy_audited, monkeypatch):
+    # UserDPLinearRegression's clip_radius="auto": the private median of the
+    # norms of the users' statistics vectors (x², x·y): 0.057 for the tiny
+    # users, √2 for the large ones; the neighbour has one more large user,
+    # which moves the exact median's bin.
+    import skuserdp.linear_model._linear_regression as lr_module
+    X, g, Xp, gp = _clip_pair()
+    norms = [np.hypot(Z[:, 0] ** 2, Z[:, 0] * Z[:, 1]) for Z in (X, Xp)]
+    assert _exact_median(norms[0], 0.5, 1.0) != _exact_median(norms[1], 0.5, 1.0)
+    est = UserDPLinearRegression(epsilon=15.0, delta=1e-6, bounds=(-1.0, 1.0),
+                                 target_bounds=(-1.0, 1.0), fit_intercept=False,
+                                 alpha=0.0)
+    claim = split_for_public_bounds(15.0, 1e-6, LR_CLIP_SHARE, 1, zcdp=True)[0]
+    assert 0.5 < claim < 2.0
+    if leaky:
+        monkeypatch.setattr(lr_module, "private_quantile", _exact_median)
+    res = audit_estimator(xy_audited(est), X, Xp, groups=g, groups_prime=gp,
+                          statistic=lambda e: float(e.fitted_.clip_radius_),
                           epsilon_claimed=claim, delta=0.0, n_runs=1500,
                           random_state=0)
     assert res.violation == leaky, str(res)
