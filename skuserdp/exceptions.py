@@ -2,6 +2,7 @@
 
 __all__ = [
     "AccuracyWarning",
+    "BudgetExceededError",
     "ClassesFromDataWarning",
     "ItemLevelPrivacyWarning",
     "YIgnoredWarning",
@@ -46,4 +47,14 @@ class ClassesFromDataWarning(UserWarning):
     ``classes_`` then publishes which labels occur, without privacy: a label
     held by a single user reveals that user's presence. Declare the public
     label set with the estimator's ``classes`` parameter.
+    """
+
+
+class BudgetExceededError(ValueError):
+    """A fit would spend more than what is left of a
+    :class:`~skuserdp.privacy.BudgetAccountant`'s total budget.
+
+    The fitted result is discarded before anything is released: the
+    decision depends only on public values (the fit's privacy loss is a
+    function of its public plan), so refusing leaks nothing.
     """

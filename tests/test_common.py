@@ -13,6 +13,10 @@ from sklearn.base import clone, is_classifier, is_regressor
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from skuserdp.exceptions import ClassesFromDataWarning, ItemLevelPrivacyWarning
+from skuserdp.linear_model import UserDPSGDRegressor
+from skuserdp.mean import ClipNoiseMeanEstimator
+from skuserdp.model_selection import BudgetedEstimator
+from skuserdp.privacy import BudgetAccountant
 from skuserdp.utils.discovery import all_estimators
 
 #: constructor arguments used for every estimator in the common checks
@@ -94,12 +98,32 @@ ESTIMATORS += [cls(**INIT_PARAMS[cls.__name__], standardize=True)
                for name, cls in all_estimators()
                if name in ("UserDPSGDRegressor", "UserDPSGDClassifier")]
 
+# The meta-estimator, around a mean estimator and a regressor, each with a
+# budget that no check exhausts (the charges themselves are tested in
+# tests/model_selection/test_budgeted.py).
+CHECKED = ESTIMATORS + [
+    BudgetedEstimator(cls(**INIT_PARAMS[cls.__name__]), BudgetAccountant(1e9, 0.5))
+    for cls in (ClipNoiseMeanEstimator, UserDPSGDRegressor)]
+
+_NO_PICKLE = (
+    "BudgetedEstimator holds a BudgetAccountant, which refuses to be pickled by "
+    "design: a copy in another process would charge a forked ledger."
+)
+EXPECTED_FAILED_CHECKS["BudgetedEstimator"] = {
+    "check_estimators_pickle": _NO_PICKLE,
+    "check_estimators_pickle(readonly_memmap=True)": _NO_PICKLE,
+    "check_estimators_overwrite_params": (
+        "The check hashes every parameter with joblib.hash (a pickle), which "
+        "the accountant refuses; and fit does change the accountant's ledger, "
+        "by design (the estimator parameter itself is not changed)."),
+}
+
 
 def _expected_failed_checks(estimator):
     return EXPECTED_FAILED_CHECKS.get(type(estimator).__name__, {})
 
 
-@parametrize_with_checks(ESTIMATORS, expected_failed_checks=_expected_failed_checks)
+@parametrize_with_checks(CHECKED, expected_failed_checks=_expected_failed_checks)
 def test_sklearn_compatible_estimator(estimator, check):
     # sklearn's checks fit without groups (and classifiers without their
     # public label set): our dedicated warnings are expected.

@@ -6,8 +6,12 @@ selection among K candidates with Liu & Talwar's random stopping, each
 candidate's loss released by the one-dimensional WinsorizedMean at ε/3.
 Pure ε-DP for the uncapped loop; the loop is capped at a cost of a tiny,
 reported δ.
+
+:class:`BudgetedEstimator` charges every fit of an estimator to one
+:class:`~skuserdp.privacy.BudgetAccountant` (issue 16).
 """
 
+from ._budgeted import BudgetedEstimator
 from ._private_selection import (
     SelectionResult,
     Theorem6Bound,
@@ -17,6 +21,7 @@ from ._private_selection import (
 )
 
 __all__ = [
+    "BudgetedEstimator",
     "private_selection",
     "select_model_privately",
     "theorem6_error_bound",

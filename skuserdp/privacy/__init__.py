@@ -13,6 +13,7 @@ from ._ball_sampler import (
     calibrate_ball_sampler,
 )
 from ._budget import ZCDP, ApproxDP, PureDP
+from ._accountant import BudgetAccountant
 from ._subsampled import calibrate_poisson_gaussian, poisson_gaussian_epsilon
 from ._selection import (
     random_stopping_call_budget,
@@ -29,6 +30,7 @@ from ._composition import (
     compose_advanced,
     compose_homogeneous,
     compose_parallel,
+    compose_spend,
     split_off,
     split_zcdp,
     split_zcdp_shares,
@@ -48,6 +50,7 @@ from ._conversion import (
     bounded_range_epsilon,
     pure_to_approx_dp,
     pure_to_zcdp,
+    rdp_curve_epsilon,
     zcdp_delta,
     zcdp_rho_for,
     zcdp_to_approx_dp,
@@ -66,6 +69,7 @@ __all__ = [
     "PureDP",
     "ApproxDP",
     "ZCDP",
+    "BudgetAccountant",
     "compose",
     "compose_parallel",
     "compose_advanced",
@@ -78,12 +82,14 @@ __all__ = [
     "split_for_public_bounds",
     "adaptive_query_budget",
     "compose_adaptive_queries",
+    "compose_spend",
     "bounded_range_epsilon",
     "pure_to_zcdp",
     "pure_to_approx_dp",
     "zcdp_to_approx_dp",
     "zcdp_delta",
     "zcdp_rho_for",
+    "rdp_curve_epsilon",
     "laplace_privacy",
     "laplace_scale",
     "gaussian_privacy",

@@ -11,7 +11,11 @@ References
 .. [DRV10] C. Dwork, G. Rothblum and S. Vadhan. Boosting and differential
    privacy. FOCS 2010.
 .. [BS16] M. Bun and T. Steinke. Concentrated differential privacy:
-   simplifications, extensions, and lower bounds. TCC 2016. Lemma 2.3.
+   simplifications, extensions, and lower bounds. TCC 2016. Lemma 2.3;
+   Proposition 3.3 (ε-DP is ε²/2-zCDP); Section 8 (approximate zCDP and
+   its adaptive composition).
+.. [Mir17] I. Mironov. Rényi differential privacy. CSF 2017. Proposition 1
+   (adaptive composition of Rényi-DP).
 """
 
 import math
@@ -22,6 +26,7 @@ from ._budget import ZCDP, ApproxDP, PureDP, _check_positive_finite
 from ._conversion import (
     _as_rho,
     bounded_range_epsilon,
+    rdp_curve_epsilon,
     zcdp_rho_for,
     zcdp_to_approx_dp,
 )
@@ -38,6 +43,7 @@ __all__ = [
     "split_zcdp_shares",
     "adaptive_query_budget",
     "compose_adaptive_queries",
+    "compose_spend",
 ]
 
 
@@ -516,3 +522,90 @@ def compose_adaptive_queries(loss, k, delta):
         # when it beats basic composition, as the split assumed.
         return compose_homogeneous(loss, k, delta / 2.0)
     return compose(*([loss] * int(k)))
+
+
+def compose_spend(losses, delta):
+    """The (ε, δ) of an adaptive sequence of losses of any kinds.
+
+    This is what :class:`~skuserdp.privacy.BudgetAccountant` reports. Pure,
+    approximate and zCDP losses may be mixed (``compose`` refuses to), in any
+    order, each chosen adaptively. The tightest of two valid bounds is
+    returned:
+
+    * basic composition (only without zCDP losses): ``(Σε, Σδ)``;
+    * Rényi composition: at every order α, a pure ε-DP loss has
+      ``D_α ≤ min(ε, αε²/2)`` ([BS16]_ Proposition 3.3), a ρ-zCDP loss
+      ``D_α ≤ αρ``, and these add up under adaptive composition
+      ([Mir17]_). An (ε_i, δ_i)-DP loss is handled as δ_i-approximately
+      ε_i-DP ([BS16]_ Section 8): its ε_i adds to the result and its δ_i to
+      δ. The curve is converted at the δ left over, ``δ − Σδ_i``
+      (:func:`~skuserdp.privacy.rdp_curve_epsilon`).
+
+    Parameters
+    ----------
+    losses : sequence of PureDP, ApproxDP or ZCDP
+        The losses of the mechanisms run on the same users.
+    delta : float
+        The δ of the result, in ``[0, 1)``. With zCDP losses it must exceed
+        the approximate losses' ``Σδ_i``.
+
+    Returns
+    -------
+    spend : ApproxDP
+        ``ApproxDP(ε, δ')`` with ``δ' ≤ delta``; ``ApproxDP(0, 0)`` for no
+        loss.
+
+    Raises
+    ------
+    ValueError
+        When no bound holds at ``delta``: zCDP losses with nothing left of
+        ``delta`` after the approximate losses, or ``Σδ_i > delta``.
+
+    Examples
+    --------
+    >>> from skuserdp.privacy import PureDP, ZCDP, compose_spend
+    >>> compose_spend([PureDP(0.5), PureDP(0.25)], 0.0)
+    ApproxDP(epsilon=0.75, delta=0.0)
+    >>> spend = compose_spend([PureDP(0.1)] * 100, 1e-6)
+    >>> spend.epsilon < 10.0  # the Rényi bound beats the basic sum
+    True
+    >>> round(compose_spend([ZCDP(0.05), PureDP(0.1)], 1e-6).epsilon, 3)
+    1.549
+    """
+    losses = list(losses)
+    delta = float(delta)
+    if not 0 <= delta < 1:
+        raise ValueError(f"delta must be in [0, 1), got {delta!r}.")
+    if not losses:
+        return ApproxDP(0.0, 0.0)
+    _kinds_mixed(losses)
+    pure = np.array([loss.epsilon for loss in losses if isinstance(loss, PureDP)])
+    approx = [loss for loss in losses if isinstance(loss, ApproxDP)]
+    rho = math.fsum(loss.rho for loss in losses if isinstance(loss, ZCDP))
+    eps_a = math.fsum(loss.epsilon for loss in approx)
+    delta_a = math.fsum(loss.delta for loss in approx)
+    rest = delta - delta_a
+    if rest < 0 or (rho > 0 and rest == 0):
+        raise ValueError(
+            f"no (ε, δ) bound holds at delta={delta:g}: the approximate losses "
+            f"spend δ = {delta_a:g}" + (" and zCDP losses need δ left over."
+                                        if rho > 0 else "."))
+    candidates = []
+    if rho == 0:
+        candidates.append(ApproxDP(math.fsum(pure) + eps_a, delta_a))
+    if rest > 0 and (rho > 0 or pure.size):
+        half_sq = 0.5 * pure * pure
+
+        def curve(alpha):
+            return float(np.minimum(pure, alpha * half_sq).sum()) + alpha * rho
+
+        candidates.append(ApproxDP(eps_a + rdp_curve_epsilon(curve, rest), delta))
+    return min(candidates, key=lambda c: (c.epsilon, c.delta))
+
+
+def _kinds_mixed(losses):
+    kinds = {type(loss) for loss in losses}
+    unknown = kinds - {PureDP, ApproxDP, ZCDP}
+    if unknown:
+        names = sorted(k.__name__ for k in unknown)
+        raise TypeError(f"unknown privacy-loss types: {names}")

@@ -36,6 +36,7 @@ __all__ = [
     "zcdp_to_approx_dp",
     "zcdp_delta",
     "zcdp_rho_for",
+    "rdp_curve_epsilon",
 ]
 
 # Search range for log(α - 1); α from 1 + 1e-8 to 1 + 1e8 covers every
@@ -157,6 +158,40 @@ def _minimise_over_orders(fun):
         if res.fun < best:
             best_u, best = float(res.x), float(res.fun)
     return best, best_u
+
+
+def rdp_curve_epsilon(curve, delta):
+    """The ε at δ of a Rényi-DP curve, optimised over the order α.
+
+    ``ε = inf_α curve(α) + (ln(1/δ) − ln α)/(α − 1) + ln(1 − 1/α)``
+    [CKS20]_ (Proposition 12, the conversion of (α, curve(α))-RDP; with
+    ``curve(α) = αρ`` it is :func:`zcdp_to_approx_dp`). Every order gives a
+    valid bound, so the numerically best one found is a valid guarantee.
+
+    Parameters
+    ----------
+    curve : callable
+        ``α ↦ ε(α)``, a Rényi-DP bound holding at every order ``α > 1``.
+    delta : float
+        Target δ in ``(0, 1)``.
+
+    Returns
+    -------
+    epsilon : float
+    """
+    delta = float(delta)
+    if not 0 < delta < 1:
+        raise ValueError(f"delta must be in (0, 1), got {delta!r}.")
+    log_inv_delta = -math.log(delta)
+
+    def eps_at(log_am1):
+        am1 = math.exp(log_am1)
+        alpha = 1.0 + am1
+        return (curve(alpha) + (log_inv_delta - math.log(alpha)) / am1
+                + math.log(am1 / alpha))
+
+    eps, _ = _minimise_over_orders(eps_at)
+    return max(eps, 0.0)
 
 
 def zcdp_to_approx_dp(rho, delta, *, method="optimal"):

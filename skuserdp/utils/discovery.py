@@ -39,6 +39,9 @@ def all_estimators():
                 and not name.startswith("_")
                 and cls.__module__.startswith("skuserdp.")
                 and cls.__module__ != "skuserdp.base"
+                # meta-estimators (they wrap another estimator) are checked
+                # on their own, with an inner estimator
+                and "estimator" not in inspect.signature(cls).parameters
             ):
                 found[name] = cls
     return sorted(found.items())

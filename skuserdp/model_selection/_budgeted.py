@@ -1,0 +1,204 @@
+"""Charge every fit of an estimator to one user-level budget (issue 16).
+
+:class:`BudgetedEstimator` wraps any skuserdp estimator: each ``fit`` fits a
+clone, charges its recorded privacy loss to a
+:class:`~skuserdp.privacy.BudgetAccountant`, and releases the fit only if
+the charge is accepted. The privacy arithmetic is the accountant's
+(:func:`~skuserdp.privacy.compose_spend`); this module does none.
+"""
+
+from sklearn.base import BaseEstimator, MetaEstimatorMixin, _fit_context, clone
+from sklearn.utils._param_validation import HasMethods
+from sklearn.utils.metaestimators import available_if
+from sklearn.utils.validation import check_is_fitted
+
+from ..base import UserLevelMixin
+from ..privacy import BudgetAccountant
+
+__all__ = ["BudgetedEstimator"]
+
+
+def _inner_has(name):
+    def check(self):
+        inner = getattr(self, "estimator_", self.estimator)
+        return hasattr(inner, name)
+    return check
+
+
+class BudgetedEstimator(UserLevelMixin, MetaEstimatorMixin, BaseEstimator):
+    """Fit an estimator and charge its privacy loss to a shared budget.
+
+    Every ``fit`` fits a clone of ``estimator`` and charges the clone's
+    ``privacy_loss_`` to ``accountant``. If the charge would take the
+    accountant's composed spend over its total, ``fit`` raises
+    :class:`~skuserdp.exceptions.BudgetExceededError` and the fitted clone
+    is discarded: nothing is released. The decision is a function of public
+    values only (a fit's privacy loss depends on its public plan: budget,
+    number of users, dimension), so refusing leaks nothing.
+
+    The unit of privacy is the user: the accountant composes user-level
+    guarantees (neighbouring datasets differ in one user's entire data; the
+    number of users is public), so it must only see fits on the same users'
+    data (or on subsets of them).
+
+    Parameters
+    ----------
+    estimator : estimator instance
+        A skuserdp estimator (it records ``privacy_loss_`` when fitted).
+    accountant : BudgetAccountant
+        The shared budget. Clones of this meta-estimator (``clone``,
+        ``GridSearchCV``, ``Pipeline``) share it: an accountant's copies are
+        itself.
+
+    Attributes
+    ----------
+    estimator_ : estimator instance
+        The fitted clone whose charge was accepted.
+    privacy_loss_ : PureDP, ApproxDP or ZCDP
+        Its privacy loss, as charged.
+    epsilon_, delta_ : float
+        Its spend, as the estimator reports it.
+    n_features_in_ : int
+        Number of features seen in ``fit``.
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Names of the features, when ``X`` has string column names.
+
+    See Also
+    --------
+    skuserdp.privacy.BudgetAccountant : The ledger and its composition.
+
+    Notes
+    -----
+    Why a meta-estimator with a handle, and not an ``accountant=`` parameter
+    on every estimator or a global context: a global context is invisible
+    to joblib workers, and diffprivlib's accountant parameter is
+    deep-copied by ``clone``, so clones charge copies. The accountant is a
+    handle that copies to itself, and it refuses to be pickled, so a fit in
+    a joblib *process* worker fails loudly instead of charging a copy. Use
+    ``n_jobs=1`` or ``joblib.parallel_backend("threading")``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skuserdp.mean import ClipNoiseMeanEstimator
+    >>> from skuserdp.model_selection import BudgetedEstimator
+    >>> from skuserdp.privacy import BudgetAccountant
+    >>> rng = np.random.default_rng(0)
+    >>> X, users = rng.uniform(0, 1, (600, 2)), np.repeat(np.arange(200), 3)
+    >>> acc = BudgetAccountant(epsilon=1.0)
+    >>> est = BudgetedEstimator(
+    ...     ClipNoiseMeanEstimator(epsilon=0.5, delta=0.0, bounds=(0, 1),
+    ...                            random_state=0), acc)
+    >>> est.fit(X, groups=users).estimator_.mean_.shape
+    (2,)
+    >>> _ = est.fit(X, groups=users)  # the second half of the budget
+    >>> round(acc.spent.epsilon, 6)
+    1.0
+    >>> est.fit(X, groups=users)
+    Traceback (most recent call last):
+    ...
+    skuserdp.exceptions.BudgetExceededError: ...
+    """
+
+    _parameter_constraints = {
+        "estimator": [HasMethods(["fit"])],
+        "accountant": [BudgetAccountant],
+    }
+
+    def __init__(self, estimator, accountant):
+        self.estimator = estimator
+        self.accountant = accountant
+
+    @_fit_context(prefer_skip_nested_validation=False)
+    def fit(self, X, y=None, *, groups=None):
+        """Fit a clone of the estimator and charge its privacy loss.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows of all users. Not modified.
+        y : array-like of shape (n_samples,), default=None
+            Targets, for supervised estimators.
+        groups : array-like of shape (n_samples,), default=None
+            User id of every row (the unit of privacy), passed on.
+
+        Returns
+        -------
+        self : object
+            The fitted meta-estimator.
+
+        Raises
+        ------
+        BudgetExceededError
+            When the accountant refuses the charge; the fit is discarded.
+        """
+        est = clone(self.estimator)
+        est.fit(X, y, groups=groups)
+        loss = getattr(est, "privacy_loss_", None)
+        if loss is None:
+            raise TypeError(
+                f"{type(est).__name__} records no privacy_loss_ after fit: only "
+                "skuserdp estimators can be charged to a BudgetAccountant.")
+        label = f"{type(est).__name__}(epsilon={getattr(est, 'epsilon', '?')})"
+        self.accountant.charge(loss, label=label)  # raises: est is dropped
+        self.estimator_ = est
+        self.privacy_loss_ = loss
+        self.epsilon_ = est.epsilon_
+        self.delta_ = est.delta_
+        self.n_features_in_ = est.n_features_in_
+        if hasattr(est, "feature_names_in_"):
+            self.feature_names_in_ = est.feature_names_in_
+        return self
+
+    @available_if(_inner_has("predict"))
+    def predict(self, X):
+        """The fitted estimator's ``predict``."""
+        check_is_fitted(self)
+        return self.estimator_.predict(X)
+
+    @available_if(_inner_has("predict_proba"))
+    def predict_proba(self, X):
+        """The fitted estimator's ``predict_proba``."""
+        check_is_fitted(self)
+        return self.estimator_.predict_proba(X)
+
+    @available_if(_inner_has("decision_function"))
+    def decision_function(self, X):
+        """The fitted estimator's ``decision_function``."""
+        check_is_fitted(self)
+        return self.estimator_.decision_function(X)
+
+    @available_if(_inner_has("transform"))
+    def transform(self, X):
+        """The fitted estimator's ``transform``."""
+        check_is_fitted(self)
+        return self.estimator_.transform(X)
+
+    def score(self, X, y=None, *, groups=None, sample_weight=None):
+        """The fitted estimator's ``score`` (evaluation; not private).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Held-out rows.
+        y : array-like of shape (n_samples,), default=None
+            Held-out targets (supervised estimators).
+        groups : array-like of shape (n_samples,), default=None
+            Held-out user ids.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Passed on when given.
+
+        Returns
+        -------
+        score : float
+        """
+        check_is_fitted(self)
+        kwargs = {"groups": groups}
+        if sample_weight is not None:
+            kwargs["sample_weight"] = sample_weight
+        return self.estimator_.score(X, y, **kwargs)
+
+    def __sklearn_tags__(self):
+        tags = self.estimator.__sklearn_tags__()
+        tags.non_deterministic = True
+        return tags

@@ -1,0 +1,215 @@
+"""One user-level privacy budget across many fits on the same users.
+
+:class:`BudgetAccountant` keeps a ledger of the privacy losses of every
+release charged to it, composes them with
+:func:`~skuserdp.privacy.compose_spend` (the only place where mixed losses
+are composed), and refuses a charge that would exceed its total. Estimators
+are charged through :class:`skuserdp.model_selection.BudgetedEstimator`.
+
+Design (issue 16): the accountant is a *handle*, not a value. diffprivlib
+passes a mutable accountant as an estimator parameter, and
+``sklearn.clone`` deep-copies it, so clones charge copies and the real
+ledger never sees them. Here ``copy.deepcopy`` (hence ``clone``,
+``GridSearchCV`` and ``Pipeline``) returns the same accountant, charges
+are serialised by a lock (threads), and pickling it -- sending it to a
+joblib process worker, where its charges would be lost -- raises a clear
+error instead of silently forking the ledger.
+"""
+
+import threading
+
+from ..exceptions import BudgetExceededError
+from ._budget import ZCDP, ApproxDP, PureDP, _check_nonneg_finite
+from ._composition import compose_spend
+
+__all__ = ["BudgetAccountant"]
+
+
+class BudgetAccountant:
+    """A total (ε, δ) budget for one dataset of users, charged fit by fit.
+
+    The unit of privacy is the user: every charged release is private with
+    respect to replacing one user's entire data (the number of users is
+    public), and the ledger composes all of them adaptively, pure, (ε, δ) and
+    zCDP losses mixed (:func:`~skuserdp.privacy.compose_spend`: zCDP losses
+    add their ρ and are converted once, at the total δ).
+
+    Parameters
+    ----------
+    epsilon : float
+        Total ε, ``> 0``.
+    delta : float, default=0.0
+        Total δ in ``[0, 1)``. zCDP losses (most estimators with
+        ``delta > 0``) need ``delta > 0``.
+
+    Attributes
+    ----------
+    ledger : tuple of (str, loss)
+        The label and privacy loss of every accepted charge, in order.
+    spent : ApproxDP
+        The composed spend of the ledger at ``delta``.
+    remaining_epsilon : float
+        ``epsilon - spent.epsilon``.
+
+    See Also
+    --------
+    skuserdp.model_selection.BudgetedEstimator : Charge an estimator's fits.
+    skuserdp.privacy.compose_spend : The composition the ledger uses.
+
+    Notes
+    -----
+    Copies (``copy.deepcopy``, ``sklearn.clone``) are the same accountant.
+    Pickling raises ``TypeError``: fits in joblib *process* workers (e.g.
+    ``GridSearchCV(n_jobs=2)`` with the default loky backend) cannot charge
+    it; use ``n_jobs=1`` or the threading backend
+    (``joblib.parallel_backend("threading")``).
+
+    Examples
+    --------
+    >>> from skuserdp.privacy import BudgetAccountant, PureDP, ZCDP
+    >>> acc = BudgetAccountant(epsilon=2.0, delta=1e-6)
+    >>> acc.charge(PureDP(0.5), label="first mean")
+    >>> acc.charge(ZCDP(0.01))
+    >>> round(acc.spent.epsilon, 3), round(acc.remaining_epsilon, 3)
+    (1.122, 0.878)
+    >>> acc.charge(PureDP(5.0))
+    Traceback (most recent call last):
+    ...
+    skuserdp.exceptions.BudgetExceededError: ...
+    """
+
+    def __init__(self, epsilon, delta=0.0):
+        eps = _check_nonneg_finite("epsilon", epsilon)
+        if eps <= 0:
+            raise ValueError(f"epsilon must be > 0, got {epsilon!r}.")
+        delta = _check_nonneg_finite("delta", delta)
+        if delta >= 1:
+            raise ValueError(f"delta must be in [0, 1), got {delta!r}.")
+        self._epsilon, self._delta = eps, delta
+        self._ledger = []
+        self._lock = threading.Lock()
+
+    @property
+    def epsilon(self):
+        """Total ε."""
+        return self._epsilon
+
+    @property
+    def delta(self):
+        """Total δ."""
+        return self._delta
+
+    @property
+    def ledger(self):
+        with self._lock:
+            return tuple(self._ledger)
+
+    @property
+    def spent(self):
+        with self._lock:
+            return compose_spend([loss for _, loss in self._ledger], self._delta)
+
+    @property
+    def remaining_epsilon(self):
+        return self._epsilon - self.spent.epsilon
+
+    def _spend_with(self, loss):
+        try:
+            return compose_spend([x for _, x in self._ledger] + [loss], self._delta)
+        except ValueError:  # no bound at this δ
+            return None
+
+    def would_fit(self, loss):
+        """Whether charging ``loss`` would keep the spend within the total.
+
+        Parameters
+        ----------
+        loss : PureDP, ApproxDP or ZCDP
+
+        Returns
+        -------
+        bool
+        """
+        with self._lock:
+            spend = self._spend_with(loss)
+        return spend is not None and spend.epsilon <= self._epsilon
+
+    def charge(self, loss, *, label=None):
+        """Add ``loss`` to the ledger, or refuse it.
+
+        Parameters
+        ----------
+        loss : PureDP, ApproxDP or ZCDP
+            The privacy loss of one release on these users.
+        label : str, default=None
+            A description kept in :attr:`ledger`.
+
+        Raises
+        ------
+        BudgetExceededError
+            When the composed spend would exceed the total (the ledger is
+            unchanged).
+        """
+        if not isinstance(loss, (PureDP, ApproxDP, ZCDP)):
+            raise TypeError(f"loss must be PureDP, ApproxDP or ZCDP, got {loss!r}.")
+        with self._lock:
+            spend = self._spend_with(loss)
+            if spend is None or spend.epsilon > self._epsilon:
+                now = compose_spend([x for _, x in self._ledger], self._delta)
+                after = ("no (ε, δ) bound at this δ" if spend is None
+                         else f"ε = {spend.epsilon:.4g}")
+                raise BudgetExceededError(
+                    f"charging {loss} ({label or 'unlabelled'}) would exceed the "
+                    f"total budget (ε = {self._epsilon:g}, δ = {self._delta:g}): "
+                    f"spent so far ε = {now.epsilon:.4g} over {len(self._ledger)} "
+                    f"release(s), after this charge {after}. Nothing was "
+                    "released.")
+            self._ledger.append((str(label) if label is not None else None, loss))
+
+    def to_dp_event(self):
+        """The ledger as a dp-accounting ``DpEvent`` (optional extra).
+
+        zCDP losses become ``ZCDpEvent(rho)``; a pure ε becomes
+        ``ZCDpEvent(xi=ε, rho=0)`` (its Rényi bound ``D_α ≤ ε``); an
+        (ε, δ) loss has no Rényi curve and becomes an
+        ``UnsupportedDpEvent`` (dp-accounting then refuses to account it
+        rather than under-count it). A dp-accounting ``RdpAccountant`` on
+        this event gives a valid ε, never smaller than :attr:`spent`'s
+        except for the order grids.
+
+        Returns
+        -------
+        event : dp_accounting.dp_event.ComposedDpEvent
+        """
+        try:
+            from dp_accounting import dp_event
+        except ImportError as exc:  # pragma: no cover - optional extra
+            raise ImportError(
+                "to_dp_event needs dp-accounting: pip install "
+                "'skuserdp[accounting]'.") from exc
+        events = []
+        for _, loss in self.ledger:
+            if isinstance(loss, ZCDP):
+                events.append(dp_event.ZCDpEvent(rho=loss.rho))
+            elif isinstance(loss, PureDP):
+                events.append(dp_event.ZCDpEvent(rho=0.0, xi=loss.epsilon))
+            else:
+                events.append(dp_event.UnsupportedDpEvent())
+        return dp_event.ComposedDpEvent(events)
+
+    def __repr__(self):
+        return (f"BudgetAccountant(epsilon={self._epsilon!r}, delta={self._delta!r}; "
+                f"{len(self._ledger)} charge(s))")
+
+    # a handle: copies are the same ledger; it cannot cross processes
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+    def __reduce__(self):
+        raise TypeError(
+            "a BudgetAccountant cannot be pickled or sent to another process: its "
+            "charges there would be lost. Fit with n_jobs=1 or the threading "
+            "backend (joblib.parallel_backend('threading')).")
