@@ -178,6 +178,16 @@ def rdp_curve_epsilon(curve, delta):
     Returns
     -------
     epsilon : float
+
+    Examples
+    --------
+    >>> from skuserdp.privacy import rdp_curve_epsilon, zcdp_to_approx_dp
+    >>> # a ρ-zCDP curve gives the zCDP conversion; a pure ε adds ε at most
+    >>> a = rdp_curve_epsilon(lambda alpha: 0.01 * alpha, 1e-6)
+    >>> bool(abs(a - zcdp_to_approx_dp(0.01, 1e-6).epsilon) < 1e-9)
+    True
+    >>> rdp_curve_epsilon(lambda alpha: 0.5 + 0.01 * alpha, 1e-6) <= a + 0.5
+    True
     """
     delta = float(delta)
     if not 0 < delta < 1:
