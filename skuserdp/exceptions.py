@@ -51,10 +51,11 @@ class ClassesFromDataWarning(UserWarning):
 
 
 class BudgetExceededError(ValueError):
-    """A fit would spend more than what is left of a
-    :class:`~skuserdp.privacy.BudgetAccountant`'s total budget.
+    """A charge would take a BudgetAccountant over its total budget.
 
-    The fitted result is discarded before anything is released: the
-    decision depends only on public values (the fit's privacy loss is a
-    function of its public plan), so refusing leaks nothing.
+    Raised by :class:`~skuserdp.privacy.BudgetAccountant` and
+    :class:`~skuserdp.model_selection.BudgetedEstimator`. The fitted result is
+    discarded before anything is released: the decision depends only on public
+    values (the fit's privacy loss is a function of its public plan), so
+    refusing leaks nothing.
     """

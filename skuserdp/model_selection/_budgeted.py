@@ -152,25 +152,69 @@ class BudgetedEstimator(UserLevelMixin, MetaEstimatorMixin, BaseEstimator):
 
     @available_if(_inner_has("predict"))
     def predict(self, X):
-        """The fitted estimator's ``predict``."""
+        """The fitted estimator's ``predict``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows.
+
+        Returns
+        -------
+        y_pred : ndarray
+            The fitted estimator's predictions.
+        """
         check_is_fitted(self)
         return self.estimator_.predict(X)
 
     @available_if(_inner_has("predict_proba"))
     def predict_proba(self, X):
-        """The fitted estimator's ``predict_proba``."""
+        """The fitted estimator's ``predict_proba``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows.
+
+        Returns
+        -------
+        proba : ndarray of shape (n_samples, n_classes)
+            The fitted estimator's class probabilities.
+        """
         check_is_fitted(self)
         return self.estimator_.predict_proba(X)
 
     @available_if(_inner_has("decision_function"))
     def decision_function(self, X):
-        """The fitted estimator's ``decision_function``."""
+        """The fitted estimator's ``decision_function``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows.
+
+        Returns
+        -------
+        scores : ndarray
+            The fitted estimator's decision values.
+        """
         check_is_fitted(self)
         return self.estimator_.decision_function(X)
 
     @available_if(_inner_has("transform"))
     def transform(self, X):
-        """The fitted estimator's ``transform``."""
+        """The fitted estimator's ``transform``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows.
+
+        Returns
+        -------
+        Xt : ndarray
+            The fitted estimator's transform of ``X``.
+        """
         check_is_fitted(self)
         return self.estimator_.transform(X)
 
@@ -191,6 +235,7 @@ class BudgetedEstimator(UserLevelMixin, MetaEstimatorMixin, BaseEstimator):
         Returns
         -------
         score : float
+            What the fitted estimator's ``score`` returns.
         """
         check_is_fitted(self)
         kwargs = {"groups": groups}

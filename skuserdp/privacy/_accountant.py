@@ -125,10 +125,12 @@ class BudgetAccountant:
         Parameters
         ----------
         loss : PureDP, ApproxDP or ZCDP
+            The privacy loss of a prospective release.
 
         Returns
         -------
-        bool
+        fits : bool
+            ``True`` when :meth:`charge` would accept it now.
         """
         with self._lock:
             spend = self._spend_with(loss)
@@ -180,6 +182,7 @@ class BudgetAccountant:
         Returns
         -------
         event : dp_accounting.dp_event.ComposedDpEvent
+            One event per ledger entry, in order.
         """
         try:
             from dp_accounting import dp_event

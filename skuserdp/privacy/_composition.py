@@ -536,9 +536,10 @@ def compose_spend(losses, delta):
     * Rényi composition: at every order α, a pure ε-DP loss has
       ``D_α ≤ min(ε, αε²/2)`` ([BS16]_ Proposition 3.3), a ρ-zCDP loss
       ``D_α ≤ αρ``, and these add up under adaptive composition
-      ([Mir17]_). An (ε_i, δ_i)-DP loss is handled as δ_i-approximately
-      ε_i-DP ([BS16]_ Section 8): its ε_i adds to the result and its δ_i to
-      δ. The curve is converted at the δ left over, ``δ − Σδ_i``
+      (Mironov, "Rényi differential privacy", CSF 2017, Proposition 1).
+      An (ε_i, δ_i)-DP loss is handled as δ_i-approximately ε_i-DP
+      ([BS16]_ Section 8): its ε_i adds to the result and its δ_i to δ.
+      The curve is converted at the δ left over, ``δ − Σδ_i``
       (:func:`~skuserdp.privacy.rdp_curve_epsilon`).
 
     Parameters

@@ -178,6 +178,7 @@ def rdp_curve_epsilon(curve, delta):
     Returns
     -------
     epsilon : float
+        The smallest ε found; ``(ε, δ)``-DP holds.
 
     Examples
     --------
