@@ -15,7 +15,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from skuserdp.exceptions import ClassesFromDataWarning, ItemLevelPrivacyWarning
 from skuserdp.linear_model import UserDPSGDRegressor
 from skuserdp.mean import ClipNoiseMeanEstimator
-from skuserdp.model_selection import BudgetedEstimator
+from skuserdp.model_selection import BudgetedEstimator, PrivateGridSearch
 from skuserdp.privacy import BudgetAccountant
 from skuserdp.utils.discovery import all_estimators
 
@@ -103,7 +103,11 @@ ESTIMATORS += [cls(**INIT_PARAMS[cls.__name__], standardize=True)
 # tests/model_selection/test_budgeted.py).
 CHECKED = ESTIMATORS + [
     BudgetedEstimator(cls(**INIT_PARAMS[cls.__name__]), BudgetAccountant(1e9, 0.5))
-    for cls in (ClipNoiseMeanEstimator, UserDPSGDRegressor)]
+    for cls in (ClipNoiseMeanEstimator, UserDPSGDRegressor)] + [
+    PrivateGridSearch(cls(**INIT_PARAMS[cls.__name__]), grid, epsilon=50.0,
+                      loss_bound=100.0, tau=1.0, random_state=0)
+    for cls, grid in ((ClipNoiseMeanEstimator, {"radius": [1.0, 10.0]}),
+                      (UserDPSGDRegressor, {"alpha": [0.0, 1.0]}))]
 
 _NO_PICKLE = (
     "BudgetedEstimator holds a BudgetAccountant, which refuses to be pickled by "

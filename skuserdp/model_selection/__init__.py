@@ -8,10 +8,12 @@ Pure ε-DP for the uncapped loop; the loop is capped at a cost of a tiny,
 reported δ.
 
 :class:`BudgetedEstimator` charges every fit of an estimator to one
-:class:`~skuserdp.privacy.BudgetAccountant` (issue 16).
+:class:`~skuserdp.privacy.BudgetAccountant`, and :class:`PrivateGridSearch`
+chooses hyper-parameters privately within one budget (issue 16).
 """
 
 from ._budgeted import BudgetedEstimator
+from ._search import PrivateGridSearch
 from ._private_selection import (
     SelectionResult,
     Theorem6Bound,
@@ -22,6 +24,7 @@ from ._private_selection import (
 
 __all__ = [
     "BudgetedEstimator",
+    "PrivateGridSearch",
     "private_selection",
     "select_model_privately",
     "theorem6_error_bound",

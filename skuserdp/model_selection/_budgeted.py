@@ -9,23 +9,16 @@ the charge is accepted. The privacy arithmetic is the accountant's
 
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, _fit_context, clone
 from sklearn.utils._param_validation import HasMethods
-from sklearn.utils.metaestimators import available_if
-from sklearn.utils.validation import check_is_fitted
 
 from ..base import UserLevelMixin
 from ..privacy import BudgetAccountant
+from ._delegation import DelegatingMixin
 
 __all__ = ["BudgetedEstimator"]
 
 
-def _inner_has(name):
-    def check(self):
-        inner = getattr(self, "estimator_", self.estimator)
-        return hasattr(inner, name)
-    return check
-
-
-class BudgetedEstimator(UserLevelMixin, MetaEstimatorMixin, BaseEstimator):
+class BudgetedEstimator(DelegatingMixin, UserLevelMixin, MetaEstimatorMixin,
+                        BaseEstimator):
     """Fit an estimator and charge its privacy loss to a shared budget.
 
     Every ``fit`` fits a clone of ``estimator`` and charges the clone's
@@ -149,99 +142,6 @@ class BudgetedEstimator(UserLevelMixin, MetaEstimatorMixin, BaseEstimator):
         if hasattr(est, "feature_names_in_"):
             self.feature_names_in_ = est.feature_names_in_
         return self
-
-    @available_if(_inner_has("predict"))
-    def predict(self, X):
-        """The fitted estimator's ``predict``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows.
-
-        Returns
-        -------
-        y_pred : ndarray
-            The fitted estimator's predictions.
-        """
-        check_is_fitted(self)
-        return self.estimator_.predict(X)
-
-    @available_if(_inner_has("predict_proba"))
-    def predict_proba(self, X):
-        """The fitted estimator's ``predict_proba``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows.
-
-        Returns
-        -------
-        proba : ndarray of shape (n_samples, n_classes)
-            The fitted estimator's class probabilities.
-        """
-        check_is_fitted(self)
-        return self.estimator_.predict_proba(X)
-
-    @available_if(_inner_has("decision_function"))
-    def decision_function(self, X):
-        """The fitted estimator's ``decision_function``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows.
-
-        Returns
-        -------
-        scores : ndarray
-            The fitted estimator's decision values.
-        """
-        check_is_fitted(self)
-        return self.estimator_.decision_function(X)
-
-    @available_if(_inner_has("transform"))
-    def transform(self, X):
-        """The fitted estimator's ``transform``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows.
-
-        Returns
-        -------
-        Xt : ndarray
-            The fitted estimator's transform of ``X``.
-        """
-        check_is_fitted(self)
-        return self.estimator_.transform(X)
-
-    def score(self, X, y=None, *, groups=None, sample_weight=None):
-        """The fitted estimator's ``score`` (evaluation; not private).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Held-out rows.
-        y : array-like of shape (n_samples,), default=None
-            Held-out targets (supervised estimators).
-        groups : array-like of shape (n_samples,), default=None
-            Held-out user ids.
-        sample_weight : array-like of shape (n_samples,), default=None
-            Passed on when given.
-
-        Returns
-        -------
-        score : float
-            What the fitted estimator's ``score`` returns.
-        """
-        check_is_fitted(self)
-        kwargs = {"groups": groups}
-        if sample_weight is not None:
-            kwargs["sample_weight"] = sample_weight
-        return self.estimator_.score(X, y, **kwargs)
 
     def __sklearn_tags__(self):
         tags = self.estimator.__sklearn_tags__()

@@ -44,6 +44,7 @@ __all__ = [
     "adaptive_query_budget",
     "compose_adaptive_queries",
     "compose_spend",
+    "split_for_fits",
 ]
 
 
@@ -610,3 +611,54 @@ def _kinds_mixed(losses):
     if unknown:
         names = sorted(k.__name__ for k in unknown)
         raise TypeError(f"unknown privacy-loss types: {names}")
+
+
+def split_for_fits(epsilon, delta, n_fits, *, zcdp):
+    """Per-fit targets for ``n_fits`` fits on the same users, totalling (ε, δ).
+
+    Parameters
+    ----------
+    epsilon : float
+        Total ε, ``> 0``.
+    delta : float
+        Total δ in ``[0, 1)``.
+    n_fits : int
+        Number of fits, ``>= 1``.
+    zcdp : bool
+        ``True`` (needs ``delta > 0``): the fits are accounted in zCDP.
+        Each gets ``ρ_i = zcdp_rho_for(ε, δ)/n_fits``, expressed as the
+        target ``(ε_i, δ)`` with ``ε_i`` the ε of ``ρ_i`` at ``δ``; a fit
+        accounted in zCDP at that target spends at most ``ρ_i`` and the
+        fits compose to (ε, δ). A fit accounted otherwise spends up to
+        ``(ε_i, δ)`` and breaks the total: check the composed spend with
+        :func:`compose_spend`. ``False``: basic composition, ``(ε/n, δ/n)``
+        each, valid for any fit.
+
+    Returns
+    -------
+    epsilon_i, delta_i : float
+        The target to give every fit.
+
+    Examples
+    --------
+    >>> from skuserdp.privacy import ZCDP, compose_spend, split_for_fits, zcdp_rho_for
+    >>> split_for_fits(1.0, 1e-6, 4, zcdp=False)
+    (0.25, 2.5e-07)
+    >>> eps_i, delta_i = split_for_fits(1.0, 1e-6, 4, zcdp=True)
+    >>> rho_i = zcdp_rho_for(eps_i, delta_i)
+    >>> round(compose_spend([ZCDP(rho_i)] * 4, 1e-6).epsilon, 9)
+    1.0
+    """
+    _check_positive_finite("epsilon", epsilon)
+    delta = float(delta)
+    if not 0 <= delta < 1:
+        raise ValueError(f"delta must be in [0, 1), got {delta!r}.")
+    if isinstance(n_fits, bool) or int(n_fits) != n_fits or n_fits < 1:
+        raise ValueError(f"n_fits must be an int >= 1, got {n_fits!r}.")
+    n_fits = int(n_fits)
+    if not zcdp:
+        return epsilon / n_fits, delta / n_fits
+    if delta <= 0:
+        raise ValueError("a zCDP split needs delta > 0.")
+    rho_i = zcdp_rho_for(epsilon, delta) / n_fits
+    return zcdp_to_approx_dp(rho_i, delta).epsilon, delta

@@ -1,0 +1,334 @@
+"""Private hyper-parameter search over a grid (issue 16, part 2).
+
+The users are split at random (independently of the data) into training
+users and validation users. Every candidate of the grid is fitted on the
+training users; the candidates are compared on the validation users by
+Levy et al.'s private selection (Algorithm 5, Liu & Talwar's random
+stopping: :func:`~skuserdp.model_selection.select_model_privately`). The
+two parts touch disjoint users, so the search's spend is the larger of the
+fits' composed spend and the selection's (parallel composition); every
+privacy quantity comes from :mod:`skuserdp.privacy`
+(:func:`~skuserdp.privacy.split_for_fits`,
+:func:`~skuserdp.privacy.compose_spend`,
+:func:`~skuserdp.privacy.compose_parallel`).
+"""
+
+import numbers
+
+import numpy as np
+from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone
+from sklearn.model_selection import ParameterGrid
+
+from ..base import UserLevelMixin, _check_not_sparse, resolve_user_codes
+from ..privacy import BudgetAccountant, compose_parallel, compose_spend, split_for_fits
+from ..utils._random import generator_from, make_seed_sequence
+from ._delegation import DelegatingMixin
+from ._private_selection import select_model_privately
+
+__all__ = ["PrivateGridSearch"]
+
+#: smallest number of users in each part of the split
+MIN_PART_USERS = 2
+
+
+def _mean_squared_distance(estimator, X, y):
+    """Per-row loss of a mean estimator: ``‖mean_ − x‖²`` (the user's
+    average is ``‖mean_ − x̄_u‖²`` plus the user's own spread, which is the
+    same for every candidate)."""
+    diff = np.asarray(X, dtype=np.float64) - estimator.mean_
+    return np.einsum("ij,ij->i", diff, diff)
+
+
+class PrivateGridSearch(DelegatingMixin, UserLevelMixin, MetaEstimatorMixin,
+                        BaseEstimator):
+    """Choose hyper-parameters privately at user level; spend exactly a budget.
+
+    A private counterpart of ``GridSearchCV``. The users are split at random
+    (independently of the data) into training users and a fraction
+    ``validation_fraction`` of validation users. Every candidate of
+    ``param_grid`` is fitted on the training users, at a per-fit budget such
+    that all the fits compose to ``(epsilon, delta)``
+    (:func:`~skuserdp.privacy.split_for_fits`). The candidates are then
+    compared on the validation users by a private selection at ``epsilon``
+    (Levy et al., Algorithm 5: Liu & Talwar's random stopping over
+    WinsorizedMean releases of each candidate's per-user average loss,
+    :func:`select_model_privately`). Training and validation users are
+    disjoint, so the search is ``(epsilon, delta)``-DP (parallel
+    composition): that is the spend recorded in ``privacy_loss_`` and
+    charged to ``accountant``.
+
+    The unit of privacy is the user: neighbouring datasets differ in one
+    user's entire data (replace-one; the number of users is public).
+
+    Parameters
+    ----------
+    estimator : estimator instance
+        A skuserdp estimator with ``epsilon`` and ``delta`` parameters. Its
+        own ``epsilon`` and ``delta`` are replaced by the per-fit budget.
+    param_grid : dict or list of dicts
+        As for ``GridSearchCV``; must not contain ``epsilon`` or ``delta``
+        (the budget is the search's).
+    epsilon : float, default=1.0
+        Total ε of the search, ``> 0``.
+    delta : float, default=1e-6
+        Total δ of the search, in ``[0, 1)``. The selection itself is pure
+        ε-DP up to its loop cap's δ (≤ ``min(delta, 1e-12)``).
+    loss_bound : float, default=None
+        Public bound ``B`` on a row's loss (it is clipped to ``[0, B]``): for
+        a regressor, about the squared range of ``y``; for a mean estimator,
+        the squared diameter of the box of the rows. Required.
+    loss : "auto", "squared_error", "log_loss" or callable, default="auto"
+        Per-row loss on the validation users. ``"auto"``: the squared
+        distance to ``mean_`` for mean estimators, ``"squared_error"`` for
+        regressors, ``"log_loss"`` for classifiers. A callable
+        ``loss(estimator, X, y)`` returns one value per row, each a function
+        of that row only.
+    validation_fraction : float, default=0.25
+        Fraction of the users used for the selection, in ``(0, 1)``.
+    budget_split : {"auto", "zcdp", "basic"}, default="auto"
+        How the fits share ``(epsilon, delta)``: ``"zcdp"`` (``"auto"`` when
+        ``delta > 0``) gives each an equal share of ρ — tight for estimators
+        accounted in zCDP (most with ``delta > 0``); ``"basic"`` (``"auto"``
+        when ``delta == 0``) gives each ``(ε/K, δ/K)``, valid for any
+        estimator. If the fits' composed spend exceeds the budget (an
+        estimator not accounted in zCDP under ``"zcdp"``), ``fit`` raises
+        before anything is released.
+    samples_per_user : int, default=None
+        Public smallest number of rows per user, for the selection's
+        concentration radius (``tau="auto"``).
+    tau : float or {"auto", "paper"}, default="auto"
+        Concentration radius of the per-user losses, see
+        :func:`~skuserdp.model_selection.private_selection`.
+    alpha : float, default=0.1
+        Failure probability of the selection's accuracy guarantee; the
+        expected number of releases is ``5K/alpha``.
+    accountant : BudgetAccountant, default=None
+        When given, the search's spend is charged to it before anything is
+        released (:class:`~skuserdp.exceptions.BudgetExceededError` when it
+        does not fit).
+    random_state : int, SeedSequence or None, default=None
+        Root of the split, of every candidate's noise and of the selection.
+        ``None``: fresh OS entropy.
+
+    Attributes
+    ----------
+    best_estimator_ : estimator
+        The selected candidate, fitted on the training users.
+    best_index_ : int
+        Its index in ``cv_results_["params"]``.
+    best_params_ : dict
+        Its parameters.
+    cv_results_ : dict of arrays
+        ``params``, one ``param_<name>`` column per parameter, ``selected``
+        and ``private_loss`` (the selection's released loss of the winner;
+        NaN for the others, whose losses are not released). Only private
+        outputs: no non-private score is computed.
+    selection_ : SelectionResult
+        The selection's public record (index, released value, number of
+        releases, its privacy loss, plan).
+    fit_losses_ : list
+        The privacy loss of every candidate's fit.
+    privacy_loss_ : ApproxDP
+        The search's total spend.
+    epsilon_, delta_ : float
+        Its ε and δ.
+    n_users_train_, n_users_validation_ : int
+        The sizes of the two parts.
+
+    See Also
+    --------
+    select_model_privately : The selection among fitted candidates.
+    BudgetedEstimator : Charge plain fits to an accountant.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skuserdp.mean import ClipNoiseMeanEstimator
+    >>> from skuserdp.model_selection import PrivateGridSearch
+    >>> rng = np.random.default_rng(0)
+    >>> users = np.repeat(np.arange(4000), 5)
+    >>> X = rng.uniform(0.0, 1.0, (users.size, 2)) ** 2  # mean 1/3
+    >>> search = PrivateGridSearch(
+    ...     ClipNoiseMeanEstimator(bounds=(0, 1)),
+    ...     {"radius": [0.02, 0.5]}, epsilon=1.0, delta=1e-6,
+    ...     loss_bound=2.0, samples_per_user=5, alpha=0.5, random_state=0)
+    >>> search.fit(X, groups=users).best_params_
+    {'radius': 0.5}
+    >>> round(search.epsilon_, 6), search.delta_
+    (1.0, 1e-06)
+    """
+
+    _min_users = 2 * MIN_PART_USERS
+    _fitted_attr = "best_estimator_"
+
+    def __init__(self, estimator, param_grid, *, epsilon=1.0, delta=1e-6,
+                 loss_bound=None, loss="auto", validation_fraction=0.25,
+                 budget_split="auto", samples_per_user=None, tau="auto",
+                 alpha=0.1, accountant=None, random_state=None):
+        self.estimator = estimator
+        self.param_grid = param_grid
+        self.epsilon = epsilon
+        self.delta = delta
+        self.loss_bound = loss_bound
+        self.loss = loss
+        self.validation_fraction = validation_fraction
+        self.budget_split = budget_split
+        self.samples_per_user = samples_per_user
+        self.tau = tau
+        self.alpha = alpha
+        self.accountant = accountant
+        self.random_state = random_state
+
+    def _check_params(self):
+        if self.loss_bound is None:
+            raise ValueError(
+                "PrivateGridSearch needs loss_bound=: a public bound on one row's "
+                "loss (e.g. the squared range of y, or the squared diameter of "
+                "the box of the rows), never read off the data.")
+        for name in ("epsilon",):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, numbers.Real) \
+                    or not 0 < value < float("inf"):
+                raise ValueError(f"{name} must be a finite float > 0, got {value!r}.")
+        if isinstance(self.delta, bool) or not 0 <= self.delta < 1:
+            raise ValueError(f"delta must be in [0, 1), got {self.delta!r}.")
+        if not 0 < self.validation_fraction < 1:
+            raise ValueError("validation_fraction must be in (0, 1), got "
+                             f"{self.validation_fraction!r}.")
+        if self.budget_split not in ("auto", "zcdp", "basic"):
+            raise ValueError("budget_split must be 'auto', 'zcdp' or 'basic', got "
+                             f"{self.budget_split!r}.")
+        if self.accountant is not None and not isinstance(self.accountant,
+                                                          BudgetAccountant):
+            raise TypeError("accountant must be a BudgetAccountant or None.")
+        params = self.estimator.get_params()
+        if "epsilon" not in params or "delta" not in params:
+            raise TypeError(f"{type(self.estimator).__name__} has no epsilon/delta "
+                            "parameters: only skuserdp estimators can be searched.")
+        grid = list(ParameterGrid(self.param_grid))
+        for point in grid:
+            if {"epsilon", "delta"} & set(point):
+                raise ValueError(
+                    "param_grid must not contain epsilon or delta: the search "
+                    "spends its own (epsilon, delta) and splits it between the "
+                    "fits. To compare budgets, compare searches on public data.")
+        return grid
+
+    def _loss(self):
+        if self.loss != "auto":
+            return self.loss
+        if hasattr(self.estimator, "predict_proba"):
+            return "log_loss"
+        if hasattr(self.estimator, "predict"):
+            return "squared_error"
+        return _mean_squared_distance
+
+    def fit(self, X, y=None, *, groups=None):
+        """Fit every candidate on the training users and select privately.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows of all users. Not modified.
+        y : array-like of shape (n_samples,), default=None
+            Targets (supervised estimators).
+        groups : array-like of shape (n_samples,), default=None
+            User id of every row: the unit of privacy. ``None`` treats every
+            row as its own user (with an ItemLevelPrivacyWarning).
+
+        Returns
+        -------
+        self : object
+            The fitted search.
+        """
+        grid = self._check_params()
+        _check_not_sparse(X)
+        X_arr = X if hasattr(X, "iloc") else np.asarray(X)
+        n_samples = X_arr.shape[0]
+        if y is not None:
+            y = y if hasattr(y, "iloc") else np.asarray(y)
+            if y.shape[0] != n_samples:
+                raise ValueError(f"X has {n_samples} rows but y has {y.shape[0]}: "
+                                 "pass one target per row.")
+        codes, n_users = resolve_user_codes(self, groups, n_samples, stacklevel=3)
+        split_seed, fit_seed, select_seed = make_seed_sequence(
+            self.random_state).spawn(3)
+        # the split: a uniformly random set of user indices (public randomness)
+        n_val = int(round(self.validation_fraction * n_users))
+        if min(n_val, n_users - n_val) < MIN_PART_USERS:
+            raise ValueError(
+                f"{n_users} users cannot be split into training and validation "
+                f"users with validation_fraction={self.validation_fraction} (each "
+                f"part needs at least {MIN_PART_USERS} users).")
+        is_val = np.zeros(n_users, dtype=bool)
+        is_val[generator_from(split_seed).permutation(n_users)[:n_val]] = True
+        val_rows = is_val[codes]
+        take = (lambda a, m: None if a is None else
+                (a.iloc[m] if hasattr(a, "iloc") else np.asarray(a)[m]))
+        g = np.asarray(codes)
+        zcdp = (self.budget_split == "zcdp"
+                or (self.budget_split == "auto" and self.delta > 0))
+        eps_i, delta_i = split_for_fits(self.epsilon, self.delta, len(grid),
+                                        zcdp=zcdp)
+        seeds = fit_seed.spawn(len(grid))
+        candidates, losses = [], []
+        for point, seed in zip(grid, seeds):
+            est = clone(self.estimator).set_params(**point, epsilon=eps_i,
+                                                   delta=delta_i)
+            if "random_state" in est.get_params():
+                # None stays None (fresh OS entropy in every fit); a seeded
+                # search gives each candidate its own seed
+                est.set_params(random_state=None if self.random_state is None else
+                               int(seed.generate_state(1)[0]))
+            est.fit(take(X_arr, ~val_rows), take(y, ~val_rows),
+                    groups=g[~val_rows])
+            candidates.append(est)
+            losses.append(est.privacy_loss_)
+        try:
+            fits = compose_spend(losses, self.delta)
+        except ValueError:  # their δ alone exceed the search's
+            fits = None
+        if (fits is None or fits.epsilon > self.epsilon * (1 + 1e-9)
+                or fits.delta > self.delta):
+            raise ValueError(
+                f"the {len(grid)} fits spend {fits or 'more than delta'} together, "
+                "over the search's "
+                f"budget (epsilon={self.epsilon}, delta={self.delta}): "
+                f"{type(self.estimator).__name__} is not accounted in zCDP with "
+                "this configuration. Use budget_split='basic'. Nothing was "
+                "released.")
+        best, result = select_model_privately(
+            candidates, take(X_arr, val_rows), take(y, val_rows),
+            groups=g[val_rows], epsilon=self.epsilon, loss_bound=self.loss_bound,
+            loss=self._loss(), samples_per_user=self.samples_per_user,
+            tau=self.tau, alpha=self.alpha, random_state=select_seed)
+        spend = compose_parallel(fits, result.privacy_loss)
+        if self.accountant is not None:
+            self.accountant.charge(spend, label=f"PrivateGridSearch({len(grid)} "
+                                   f"candidates of {type(self.estimator).__name__})")
+        self.best_index_ = result.index
+        self.best_estimator_ = best
+        self.best_params_ = grid[result.index]
+        results = {"params": grid,
+                   "selected": np.arange(len(grid)) == result.index,
+                   "private_loss": np.where(np.arange(len(grid)) == result.index,
+                                            result.value, np.nan)}
+        for name in sorted({k for point in grid for k in point}):
+            results[f"param_{name}"] = np.ma.masked_array(
+                [point.get(name) for point in grid],
+                mask=[name not in point for point in grid], dtype=object)
+        self.cv_results_ = results
+        self.selection_ = result
+        self.fit_losses_ = losses
+        self.privacy_loss_ = spend
+        self.epsilon_, self.delta_ = spend.epsilon, spend.delta
+        self.n_users_train_ = n_users - n_val
+        self.n_users_validation_ = n_val
+        if hasattr(best, "n_features_in_"):
+            self.n_features_in_ = best.n_features_in_
+        return self
+
+    def __sklearn_tags__(self):
+        tags = self.estimator.__sklearn_tags__()
+        tags.non_deterministic = True
+        return tags
