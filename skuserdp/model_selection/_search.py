@@ -20,15 +20,27 @@ from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone
 from sklearn.model_selection import ParameterGrid
 
 from ..base import UserLevelMixin, _check_not_sparse, resolve_user_codes
-from ..privacy import BudgetAccountant, compose_parallel, compose_spend, split_for_fits
+from ..mean._concentration import private_tau, private_tau_feasible
+from ..privacy import (
+    BudgetAccountant,
+    PureDP,
+    compose,
+    compose_parallel,
+    compose_spend,
+    split_for_fits,
+    split_off,
+)
+from ..users import check_groups, user_means
 from ..utils._random import generator_from, make_seed_sequence
 from ._delegation import DelegatingMixin
-from ._private_selection import select_model_privately
+from ._private_selection import _row_losses, select_model_privately
 
 __all__ = ["PrivateGridSearch"]
 
 #: smallest number of users in each part of the split
 MIN_PART_USERS = 2
+#: failure probability of the private tau of the selection (OUR CHOICE)
+TAU_GAMMA = 0.01
 
 
 def _mean_squared_distance(estimator, X, y):
@@ -94,11 +106,23 @@ class PrivateGridSearch(DelegatingMixin, UserLevelMixin, MetaEstimatorMixin,
         estimator not accounted in zCDP under ``"zcdp"``), ``fit`` raises
         before anything is released.
     samples_per_user : int, default=None
-        Public smallest number of rows per user, for the selection's
-        concentration radius (``tau="auto"``).
-    tau : float or {"auto", "paper"}, default="auto"
-        Concentration radius of the per-user losses, see
-        :func:`~skuserdp.model_selection.private_selection`.
+        Public smallest number of rows per user, for ``tau="hoeffding"``.
+    tau : "auto", "hoeffding" or float, default="auto"
+        Concentration radius of the validation users' average losses, which
+        sets the selection's noise:
+
+        - ``"auto"``: learned privately from ``tau_share`` of ``epsilon``
+          (:func:`~skuserdp.mean._concentration.private_tau` on every
+          validation user's vector of the K candidates' losses; its ℓ2
+          radius bounds each candidate's), charged; when the validation
+          users are too few for it (a public rule), ``loss_bound`` (always
+          valid) at no cost;
+        - ``"hoeffding"``: Lemma 1's worst-case radius from
+          ``samples_per_user`` (no cost, but with a loose ``loss_bound`` it
+          makes the selection nearly random);
+        - a float: a public radius.
+    tau_share : float, default=0.1
+        Share of ``epsilon`` spent on ``tau="auto"``, in ``(0, 1)``.
     alpha : float, default=0.1
         Failure probability of the selection's accuracy guarantee; the
         expected number of releases is ``5K/alpha``.
@@ -164,7 +188,7 @@ class PrivateGridSearch(DelegatingMixin, UserLevelMixin, MetaEstimatorMixin,
     def __init__(self, estimator, param_grid, *, epsilon=1.0, delta=1e-6,
                  loss_bound=None, loss="auto", validation_fraction=0.25,
                  budget_split="auto", samples_per_user=None, tau="auto",
-                 alpha=0.1, accountant=None, random_state=None):
+                 tau_share=0.1, alpha=0.1, accountant=None, random_state=None):
         self.estimator = estimator
         self.param_grid = param_grid
         self.epsilon = epsilon
@@ -175,6 +199,7 @@ class PrivateGridSearch(DelegatingMixin, UserLevelMixin, MetaEstimatorMixin,
         self.budget_split = budget_split
         self.samples_per_user = samples_per_user
         self.tau = tau
+        self.tau_share = tau_share
         self.alpha = alpha
         self.accountant = accountant
         self.random_state = random_state
@@ -198,6 +223,8 @@ class PrivateGridSearch(DelegatingMixin, UserLevelMixin, MetaEstimatorMixin,
         if self.budget_split not in ("auto", "zcdp", "basic"):
             raise ValueError("budget_split must be 'auto', 'zcdp' or 'basic', got "
                              f"{self.budget_split!r}.")
+        if not 0 < self.tau_share < 1:
+            raise ValueError(f"tau_share must be in (0, 1), got {self.tau_share!r}.")
         if self.accountant is not None and not isinstance(self.accountant,
                                                           BudgetAccountant):
             raise TypeError("accountant must be a BudgetAccountant or None.")
@@ -222,6 +249,34 @@ class PrivateGridSearch(DelegatingMixin, UserLevelMixin, MetaEstimatorMixin,
         if hasattr(self.estimator, "predict"):
             return "squared_error"
         return _mean_squared_distance
+
+    def _selection_tau(self, candidates, X, y, groups, seed):
+        """The selection's τ, its privacy loss (``None`` when free) and the
+        selection's ε."""
+        if not isinstance(self.tau, str):
+            return self.tau, None, self.epsilon
+        if self.tau == "hoeffding":
+            return "auto", None, self.epsilon
+        if self.tau != "auto":
+            raise ValueError("tau must be 'auto', 'hoeffding' or a float, got "
+                             f"{self.tau!r}.")
+        B, K = float(self.loss_bound), len(candidates)
+        eps_tau, rest = split_off(PureDP(self.epsilon), self.tau_share)
+        codes, labels = check_groups(groups, len(groups))
+        n_val = labels.shape[0]
+        if not private_tau_feasible(n_val, eps_tau, TAU_GAMMA):
+            # every clipped loss lies in [0, B]: tau = B holds for free
+            return B, None, self.epsilon
+        # the validation users' average losses, clipped per row to [0, B]
+        # (a per-user step: free), one K-vector per user
+        rows = np.column_stack([_row_losses(c, X, y, self._loss(), len(codes))
+                                for c in candidates])
+        rows[np.isnan(rows)] = B
+        np.clip(rows, 0.0, B, out=rows)
+        per_user = user_means(rows, codes).means
+        tau = private_tau(per_user, eps_tau, value_range=B * np.sqrt(K),
+                          gamma=TAU_GAMMA, rng=generator_from(seed))
+        return min(tau, B), PureDP(eps_tau), rest.epsilon
 
     def fit(self, X, y=None, *, groups=None):
         """Fit every candidate on the training users and select privately.
@@ -297,12 +352,18 @@ class PrivateGridSearch(DelegatingMixin, UserLevelMixin, MetaEstimatorMixin,
                 f"{type(self.estimator).__name__} is not accounted in zCDP with "
                 "this configuration. Use budget_split='basic'. Nothing was "
                 "released.")
+        tau_seed, select_seed = select_seed.spawn(2)
+        X_val, y_val, g_val = take(X_arr, val_rows), take(y, val_rows), g[val_rows]
+        tau, tau_loss, eps_select = self._selection_tau(
+            candidates, X_val, y_val, g_val, tau_seed)
         best, result = select_model_privately(
-            candidates, take(X_arr, val_rows), take(y, val_rows),
-            groups=g[val_rows], epsilon=self.epsilon, loss_bound=self.loss_bound,
-            loss=self._loss(), samples_per_user=self.samples_per_user,
-            tau=self.tau, alpha=self.alpha, random_state=select_seed)
-        spend = compose_parallel(fits, result.privacy_loss)
+            candidates, X_val, y_val, groups=g_val, epsilon=eps_select,
+            loss_bound=self.loss_bound, loss=self._loss(),
+            samples_per_user=self.samples_per_user, tau=tau, alpha=self.alpha,
+            random_state=select_seed)
+        selection = (result.privacy_loss if tau_loss is None
+                     else compose(tau_loss, result.privacy_loss))
+        spend = compose_parallel(fits, selection)
         if self.accountant is not None:
             self.accountant.charge(spend, label=f"PrivateGridSearch({len(grid)} "
                                    f"candidates of {type(self.estimator).__name__})")

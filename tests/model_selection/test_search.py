@@ -27,6 +27,7 @@ from skuserdp.privacy import (
     BudgetAccountant,
     PureDP,
     ZCDP,
+    compose,
     compose_parallel,
     compose_spend,
 )
@@ -60,6 +61,33 @@ def test_spend_is_the_requested_budget(est, delta, kind):
     assert list(res["param_radius"]) == [0.1, 0.5, 1.0]
 
 
+def test_private_tau_is_charged_and_tightens_a_loose_loss_bound():
+    # loss_bound = 36 (a loose public bound, e.g. the squared range of y)
+    # while the users' average losses spread over ~0.1: tau="auto" spends
+    # 10 % of epsilon on the validation users to learn a radius far below
+    # B; the spend is the core's parallel composition of the fits and of
+    # (tau release, selection), and still exactly the requested budget
+    X, g = _skewed(8000, 5, 2, d=2)
+    search = PrivateGridSearch(CoinPressMeanEstimator(bounds=(0, 1)),
+                               {"radius": [0.1, 1.0]}, epsilon=1.0, delta=1e-6,
+                               loss_bound=36.0, random_state=0).fit(X, groups=g)
+    tau = search.selection_.tau
+    assert tau < 36.0 / 10
+    sel = search.selection_.privacy_loss
+    assert sel.epsilon == pytest.approx(0.9, rel=1e-9)
+    expected = compose_parallel(compose_spend(search.fit_losses_, 1e-6),
+                                compose(PureDP(0.1), sel))
+    assert search.privacy_loss_ == expected
+    assert search.epsilon_ == pytest.approx(1.0, abs=1e-6) and search.epsilon_ <= 1.0
+    # too few validation users for a private tau: loss_bound, at no cost
+    X, g = _skewed(400, 5, 2, d=2)
+    small = PrivateGridSearch(CoinPressMeanEstimator(bounds=(0, 1)),
+                              {"radius": [0.1, 1.0]}, epsilon=1.0, delta=1e-6,
+                              loss_bound=36.0, random_state=0).fit(X, groups=g)
+    assert small.selection_.tau == 36.0
+    assert small.selection_.privacy_loss.epsilon == pytest.approx(1.0, rel=1e-9)
+
+
 def test_the_search_is_charged_to_the_accountant():
     X, g = _skewed(1000, 5, 1)
     acc = BudgetAccountant(epsilon=1.5, delta=1e-6)
@@ -79,7 +107,8 @@ def test_a_clearly_worse_candidate_is_rarely_chosen():
     # 1-D rows u^4 (mean 0.2) in the box (0, 1); the candidate clipping at
     # radius 1e-3 around 0.5 returns ~0.5: its users' average squared loss
     # exceeds the good candidate's by ~0.09, more than Theorem 6's bound
-    # (0.043 for 10000 validation users, m = 20, B = 1, eps = 1, K = 2).
+    # (0.043 for 10000 validation users, m = 20, B = 1, eps = 1, K = 2,
+    # with Lemma 1's tau: tau="hoeffding", the setting of the theorem).
     # So each seed picks the good one with probability >= 1 - alpha = 0.9,
     # and over 20 seeds P(misses > k) <= 0.01 for the k below.
     n_users, m, alpha, seeds = 40000, 20, 0.1, 20
@@ -95,7 +124,7 @@ def test_a_clearly_worse_candidate_is_rarely_chosen():
         search = PrivateGridSearch(
             ClipNoiseMeanEstimator(bounds=(0, 1)), {"radius": [1e-3, 0.5]},
             epsilon=1.0, delta=1e-6, loss_bound=1.0, samples_per_user=m,
-            alpha=alpha, random_state=seed).fit(X, groups=g)
+            tau="hoeffding", alpha=alpha, random_state=seed).fit(X, groups=g)
         misses += search.best_params_["radius"] == 1e-3
     assert misses <= k, (misses, k)
 
