@@ -1,4 +1,4 @@
-"""Command line: ``python -m skuserdp demo``."""
+"""Command line: ``python -m skuserdp demo`` and ``python -m skuserdp report``."""
 
 import argparse
 import sys
@@ -13,11 +13,38 @@ def main(argv=None):
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="fit every estimator on synthetic data")
     demo.add_argument("--seed", type=int, default=0, help="seed (default 0)")
+    report = sub.add_parser(
+        "report", help="private means of a CSV/parquet table, with error bars and "
+        "a plot of expected error against epsilon (public plans)")
+    report.add_argument("path", help="a .csv file with a header (or .parquet)")
+    report.add_argument("--groups", required=True,
+                        help="the column of user ids (the unit of privacy)")
+    report.add_argument("--epsilon", type=float, default=1.0)
+    report.add_argument("--delta", type=float, default=1e-6)
+    report.add_argument("--bounds", default="auto",
+                        help="'auto' (learned privately, charged) or LOWER,UPPER "
+                        "for every feature, in the data's units")
+    report.add_argument("--columns", default=None,
+                        help="comma-separated feature columns (default: all others)")
+    report.add_argument("--png", default="skuserdp_report.png",
+                        help="where to write the plot (default skuserdp_report.png)")
     args = parser.parse_args(argv)
     if args.command == "demo":
         from ._demo import main as demo_main
 
         return demo_main(args.seed)
+    if args.command == "report":
+        from ._report import run_report
+
+        try:
+            run_report(args.path, groups=args.groups, epsilon=args.epsilon,
+                       delta=args.delta, bounds=args.bounds,
+                       columns=args.columns.split(",") if args.columns else None,
+                       png=args.png)
+        except (ValueError, ImportError, OSError) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+        return 0
     return 2  # pragma: no cover - argparse rejects unknown commands
 
 

@@ -11,6 +11,7 @@
   missing, per-user aggregation, the fitted spend attributes and ``score``.
 """
 
+import math
 import warnings
 from dataclasses import dataclass
 from numbers import Integral, Real
@@ -342,6 +343,11 @@ class UserLevelMeanEstimator(UserLevelMixin, BaseEstimator):
         charge -- is expected to be closer to the truth than the estimate.
         """
         err = self.__dict__.pop("_noise_error", None)
+        if err is not None:
+            # the noise is i.i.d. over the coordinates: its per-feature SD
+            self.noise_std_ = err / math.sqrt(self.mean_.shape[0])
+        else:
+            self.__dict__.pop("noise_std_", None)  # unknown for this plan
         if err is None or budget.lower is None:
             return
         scale = float(np.linalg.norm(budget.half_width))

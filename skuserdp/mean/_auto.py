@@ -227,6 +227,10 @@ class UserMeanEstimator(UserLevelMeanEstimator):
     estimator_ : estimator
         The fitted estimator it delegated to, with its own attributes (e.g.
         ``radii_`` of CoinPress, ``garbage_`` of the few-users estimator).
+    noise_std_ : float
+        Standard deviation of the release's noise on each feature of
+        ``mean_``, from the public plan (no privacy cost; clipping bias not
+        included): ``mean_ ± 1.96·noise_std_`` is the noise's 95 % range.
     n_users_ : int
         Number of users seen in ``fit``.
     epsilon_, delta_, rho_ : float

@@ -310,6 +310,10 @@ class ClipNoiseMeanEstimator(UserLevelMeanEstimator):
     bounds_ : tuple (lower, upper) or None
         The box used (declared, or learned privately); ``None`` when a
         clipping ball was declared.
+    noise_std_ : float
+        Standard deviation of the release's noise on each feature of
+        ``mean_``, from the public plan (no privacy cost; clipping bias not
+        included): ``mean_ ± 1.96·noise_std_`` is the noise's 95 % range.
     n_users_ : int
         Number of users seen in ``fit``.
     epsilon_ : float

@@ -355,6 +355,10 @@ class CoinPressMeanEstimator(UserLevelMeanEstimator):
     radii_ : ndarray of shape (n_steps,)
         The clipping radius of every centre release (functions of public
         values and earlier releases, so public).
+    noise_std_ : float
+        Standard deviation of the release's noise on each feature of
+        ``mean_``, from the public plan (no privacy cost; clipping bias not
+        included): ``mean_ ± 1.96·noise_std_`` is the noise's 95 % range.
     n_users_ : int
         Number of users seen in ``fit``.
     epsilon_ : float

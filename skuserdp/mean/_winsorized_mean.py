@@ -397,6 +397,10 @@ class WinsorizedMeanEstimator(UserLevelMeanEstimator):
         with zCDP, the paper's plan, or clip-and-noise on the public box
         without a range step (see ``calibration``). A function of public
         values and ``tau_`` only.
+    noise_std_ : float
+        Standard deviation of the release's noise on each feature of
+        ``mean_``, from the public plan (no privacy cost; clipping bias not
+        included): ``mean_ ± 1.96·noise_std_`` is the noise's 95 % range.
     n_users_ : int
         Number of users seen in ``fit``.
     epsilon_ : float
