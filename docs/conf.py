@@ -30,7 +30,16 @@ extensions = [
     "sphinx.ext.autosummary",
     "sphinx.ext.intersphinx",
     "numpydoc",
+    "matplotlib.sphinxext.plot_directive",
 ]
+
+# The gallery (gallery.rst): every plot's code runs at build time and is
+# shown above its figure.
+plot_include_source = True
+plot_html_show_source_link = False
+plot_html_show_formats = False
+plot_formats = [("png", 100)]
+plot_rcparams = {"figure.figsize": (7.0, 4.2)}
 
 root_doc = "index"
 templates_path = ["_templates"]
