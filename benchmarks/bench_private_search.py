@@ -115,20 +115,20 @@ def _candidate_scores(search, X, y, g, Xh, yh, r2_score):
     the benchmark's evaluation)."""
     import skuserdp.model_selection._search as search_module
     fitted = []
-    original = search_module.select_model_privately
+    original = search_module._user_losses
 
     def keep(candidates, *args, **kwargs):
         fitted.extend(candidates)
         return original(candidates, *args, **kwargs)
 
-    search_module.select_model_privately = keep
+    search_module._user_losses = keep
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             from sklearn.base import clone
             clone(search).fit(X, y, groups=g)
     finally:
-        search_module.select_model_privately = original
+        search_module._user_losses = original
     return [float(r2_score(yh, c.predict(Xh))) for c in fitted]
 
 

@@ -511,6 +511,21 @@ def _row_losses(estimator, X, y, loss, n_samples):
         return -np.log(p)
 
 
+def _user_losses(candidates, X, y, groups, loss, loss_bound):
+    """The ``(n_users, K)`` table of every user's average loss per candidate.
+
+    Per-row losses are projected onto ``[0, B]`` (NaN -> B) first: a
+    per-row, hence per-user, step that costs no privacy.
+    """
+    n_samples = getattr(X, "shape", (len(X),))[0]
+    rows = np.empty((n_samples, len(candidates)))
+    for k, est in enumerate(candidates):
+        rows[:, k] = _row_losses(est, X, y, loss, n_samples)
+    rows[np.isnan(rows)] = loss_bound
+    np.clip(rows, 0.0, loss_bound, out=rows)
+    return user_means(rows, groups).means
+
+
 @fill_doc
 def select_model_privately(candidates, X, y, *, groups, epsilon, loss_bound,
                            loss="squared_error", samples_per_user=None,
@@ -632,14 +647,7 @@ def select_model_privately(candidates, X, y, *, groups, epsilon, loss_bound,
             "users. Pass groups= (one user id per row).",
             ItemLevelPrivacyWarning, stacklevel=2,
         )
-    # Per-row losses, projected onto [0, B] (NaN -> B): a per-row, hence
-    # per-user, step. Then one average per user and candidate.
-    rows = np.empty((n_samples, len(candidates)))
-    for k, est in enumerate(candidates):
-        rows[:, k] = _row_losses(est, X, y, loss, n_samples)
-    rows[np.isnan(rows)] = B
-    np.clip(rows, 0.0, B, out=rows)
-    per_user = user_means(rows, groups).means.T
+    per_user = _user_losses(candidates, X, y, groups, loss, B).T
     result = private_selection(
         per_user, epsilon=epsilon, loss_bound=B, tau=tau,
         samples_per_user=samples_per_user, alpha=alpha, calibration=calibration,

@@ -4,7 +4,7 @@ The users are split at random (independently of the data) into training
 users and validation users. Every candidate of the grid is fitted on the
 training users; the candidates are compared on the validation users by
 Levy et al.'s private selection (Algorithm 5, Liu & Talwar's random
-stopping: :func:`~skuserdp.model_selection.select_model_privately`). The
+stopping: :func:`~skuserdp.model_selection.private_selection`). The
 two parts touch disjoint users, so the search's spend is the larger of the
 fits' composed spend and the selection's (parallel composition); every
 privacy quantity comes from :mod:`skuserdp.privacy`
@@ -30,10 +30,9 @@ from ..privacy import (
     split_for_fits,
     split_off,
 )
-from ..users import check_groups, user_means
 from ..utils._random import generator_from, make_seed_sequence
 from ._delegation import DelegatingMixin
-from ._private_selection import _row_losses, select_model_privately
+from ._private_selection import _user_losses, private_selection
 
 __all__ = ["PrivateGridSearch"]
 
@@ -250,9 +249,9 @@ class PrivateGridSearch(DelegatingMixin, UserLevelMixin, MetaEstimatorMixin,
             return "squared_error"
         return _mean_squared_distance
 
-    def _selection_tau(self, candidates, X, y, groups, seed):
+    def _selection_tau(self, user_losses, seed):
         """The selection's τ, its privacy loss (``None`` when free) and the
-        selection's ε."""
+        selection's ε, from the ``(n_users, K)`` table of validation losses."""
         if not isinstance(self.tau, str):
             return self.tau, None, self.epsilon
         if self.tau == "hoeffding":
@@ -260,21 +259,13 @@ class PrivateGridSearch(DelegatingMixin, UserLevelMixin, MetaEstimatorMixin,
         if self.tau != "auto":
             raise ValueError("tau must be 'auto', 'hoeffding' or a float, got "
                              f"{self.tau!r}.")
-        B, K = float(self.loss_bound), len(candidates)
+        B = float(self.loss_bound)
+        n_val, K = user_losses.shape
         eps_tau, rest = split_off(PureDP(self.epsilon), self.tau_share)
-        codes, labels = check_groups(groups, len(groups))
-        n_val = labels.shape[0]
         if not private_tau_feasible(n_val, eps_tau, TAU_GAMMA):
             # every clipped loss lies in [0, B]: tau = B holds for free
             return B, None, self.epsilon
-        # the validation users' average losses, clipped per row to [0, B]
-        # (a per-user step: free), one K-vector per user
-        rows = np.column_stack([_row_losses(c, X, y, self._loss(), len(codes))
-                                for c in candidates])
-        rows[np.isnan(rows)] = B
-        np.clip(rows, 0.0, B, out=rows)
-        per_user = user_means(rows, codes).means
-        tau = private_tau(per_user, eps_tau, value_range=B * np.sqrt(K),
+        tau = private_tau(user_losses, eps_tau, value_range=B * np.sqrt(K),
                           gamma=TAU_GAMMA, rng=generator_from(seed))
         return min(tau, B), PureDP(eps_tau), rest.epsilon
 
@@ -353,14 +344,16 @@ class PrivateGridSearch(DelegatingMixin, UserLevelMixin, MetaEstimatorMixin,
                 "this configuration. Use budget_split='basic'. Nothing was "
                 "released.")
         tau_seed, select_seed = select_seed.spawn(2)
-        X_val, y_val, g_val = take(X_arr, val_rows), take(y, val_rows), g[val_rows]
-        tau, tau_loss, eps_select = self._selection_tau(
-            candidates, X_val, y_val, g_val, tau_seed)
-        best, result = select_model_privately(
-            candidates, X_val, y_val, groups=g_val, epsilon=eps_select,
-            loss_bound=self.loss_bound, loss=self._loss(),
-            samples_per_user=self.samples_per_user, tau=tau, alpha=self.alpha,
+        # the validation users' average losses, computed once for τ and the
+        # selection
+        table = _user_losses(candidates, take(X_arr, val_rows), take(y, val_rows),
+                             g[val_rows], self._loss(), float(self.loss_bound))
+        tau, tau_loss, eps_select = self._selection_tau(table, tau_seed)
+        result = private_selection(
+            table.T, epsilon=eps_select, loss_bound=self.loss_bound, tau=tau,
+            samples_per_user=self.samples_per_user, alpha=self.alpha,
             random_state=select_seed)
+        best = candidates[result.index]
         selection = (result.privacy_loss if tau_loss is None
                      else compose(tau_loss, result.privacy_loss))
         spend = compose_parallel(fits, selection)
