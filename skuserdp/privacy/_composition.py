@@ -48,14 +48,20 @@ __all__ = [
 ]
 
 
-def _kinds(losses):
-    if not losses:
-        raise ValueError("at least one privacy loss is required.")
+def _known_kinds(losses):
+    """The set of loss types, all of them PureDP, ApproxDP or ZCDP."""
     kinds = {type(loss) for loss in losses}
     unknown = kinds - {PureDP, ApproxDP, ZCDP}
     if unknown:
         names = sorted(k.__name__ for k in unknown)
         raise TypeError(f"unknown privacy-loss types: {names}")
+    return kinds
+
+
+def _kinds(losses):
+    if not losses:
+        raise ValueError("at least one privacy loss is required.")
+    kinds = _known_kinds(losses)
     if ZCDP in kinds and kinds != {ZCDP}:
         raise TypeError(
             "cannot compose zCDP with (ε, δ)-DP losses directly; convert first, "
@@ -580,7 +586,7 @@ def compose_spend(losses, delta):
         raise ValueError(f"delta must be in [0, 1), got {delta!r}.")
     if not losses:
         return ApproxDP(0.0, 0.0)
-    _kinds_mixed(losses)
+    _known_kinds(losses)
     pure = np.array([loss.epsilon for loss in losses if isinstance(loss, PureDP)])
     approx = [loss for loss in losses if isinstance(loss, ApproxDP)]
     rho = math.fsum(loss.rho for loss in losses if isinstance(loss, ZCDP))
@@ -603,14 +609,6 @@ def compose_spend(losses, delta):
 
         candidates.append(ApproxDP(eps_a + rdp_curve_epsilon(curve, rest), delta))
     return min(candidates, key=lambda c: (c.epsilon, c.delta))
-
-
-def _kinds_mixed(losses):
-    kinds = {type(loss) for loss in losses}
-    unknown = kinds - {PureDP, ApproxDP, ZCDP}
-    if unknown:
-        names = sorted(k.__name__ for k in unknown)
-        raise TypeError(f"unknown privacy-loss types: {names}")
 
 
 def split_for_fits(epsilon, delta, n_fits, *, zcdp):
