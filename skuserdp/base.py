@@ -27,7 +27,9 @@ from .mechanisms._private_bounds import bounds_failure_probability, private_boun
 from .privacy import compose, split_for_public_bounds
 from .privacy._conversion import report_spend
 from .users import check_groups
+from .users._groups import check_groups_alignment
 from .users._aggregate import _means_by_code
+from .utils._numeric import stable_norm
 from .utils._random import make_seed_sequence
 from .utils._validation import check_bounds
 
@@ -190,6 +192,21 @@ class FitBudget:
         grid's smallest step, so that norms and squares stay positive)."""
         return np.maximum(0.5 * self.upper - 0.5 * self.lower, 2.0 ** -256)
 
+    @property
+    def half_diagonal(self):
+        """ℓ2 norm of :attr:`half_width`, the radius of the ball through the
+        box's corners (without overflow: boxes as wide as ``±1e300`` work).
+
+        Raises a ``ValueError`` when it exceeds the float64 range."""
+        radius = stable_norm(self.half_width)
+        if not math.isfinite(radius):
+            raise ValueError(
+                "bounds are too wide: the half-diagonal of the box (the radius "
+                "of the ball through its corners) exceeds the float64 range "
+                f"(about 1.8e308) in {self.half_width.shape[0]} dimension(s). "
+                "Declare tighter bounds (or a radius and center).")
+        return radius
+
 
 #: parameter constraints of the public box shared by the mean estimators
 BOUNDS_CONSTRAINTS = {
@@ -230,6 +247,7 @@ class UserLevelMeanEstimator(UserLevelMixin, BaseEstimator):
     def _validate_fit_input(self, X, y, groups):
         """Validate X and groups; return (X, codes, n_users)."""
         _check_not_sparse(X)
+        check_groups_alignment(groups, X)
         X = validate_data(self, X, dtype=np.float64, order="C")
         codes, n_users = self._resolve_groups(y, groups, X.shape[0])
         return X, codes, n_users
@@ -350,7 +368,7 @@ class UserLevelMeanEstimator(UserLevelMixin, BaseEstimator):
             self.__dict__.pop("noise_std_", None)  # unknown for this plan
         if err is None or budget.lower is None:
             return
-        scale = float(np.linalg.norm(budget.half_width))
+        scale = stable_norm(budget.half_width)
         if err > scale:
             warnings.warn(
                 f"{type(self).__name__}: the noise of this release alone is "
@@ -406,6 +424,7 @@ class UserLevelMeanEstimator(UserLevelMixin, BaseEstimator):
         """
         check_is_fitted(self)
         _check_not_sparse(X)
+        check_groups_alignment(groups, X)
         X = validate_data(self, X, reset=False, dtype=np.float64, order="C")
         if groups is None:
             target = X.mean(axis=0)

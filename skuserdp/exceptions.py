@@ -3,7 +3,6 @@
 __all__ = [
     "AccuracyWarning",
     "BudgetExceededError",
-    "ClassesFromDataWarning",
     "ItemLevelPrivacyWarning",
     "YIgnoredWarning",
 ]
@@ -38,15 +37,6 @@ class AccuracyWarning(UserWarning):
     declared bounds), never from the data: e.g. too few users for the
     paper's range step to find the bulk of every coordinate with the
     declared failure probability. The privacy guarantee is unaffected.
-    """
-
-
-class ClassesFromDataWarning(UserWarning):
-    """A classifier read its set of labels from the private ``y``.
-
-    ``classes_`` then publishes which labels occur, without privacy: a label
-    held by a single user reveals that user's presence. Declare the public
-    label set with the estimator's ``classes`` parameter.
     """
 
 

@@ -17,7 +17,7 @@ from sklearn.base import ClassifierMixin, RegressorMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 
-from ..exceptions import AccuracyWarning, ClassesFromDataWarning
+from ..exceptions import AccuracyWarning
 from ..mean._concentration import tau_gradients
 from ..mean._clip_noise import clip_noise_from_plan, plan_clip_noise
 from ..mechanisms._private_bounds import private_quantile
@@ -712,10 +712,13 @@ class UserDPSGDClassifier(ClassifierMixin, _BaseUserDPSGD):
     ----------
     {epsilon}
     {delta}
-    classes : array-like, default=None
-        The public set of labels. ``None`` reads it from ``y``, which
-        publishes the label set without privacy and emits a
-        :class:`~skuserdp.exceptions.ClassesFromDataWarning`.
+    classes : array-like
+        The public set of labels (required; ``None``, the default only so that
+        the estimator can be constructed without arguments, makes ``fit``
+        raise). It is never read off ``y``: the label set of the private data
+        is itself private (a label held by a single user would reveal that
+        user). ``y`` may hold only labels from ``classes``; declared labels
+        absent from ``y`` are fine.
 """ + _COMMON_PARAMS + """
 
     Attributes
@@ -799,13 +802,10 @@ class UserDPSGDClassifier(ClassifierMixin, _BaseUserDPSGD):
                     "y contains labels that are not in the declared classes "
                     f"{classes.tolist()}.")
             return classes
-        warnings.warn(
-            f"{type(self).__name__}: classes=None, so the set of labels was read "
-            "from y and is published in classes_ without privacy (a label held by "
-            "a single user reveals that user). Declare the public label set with "
-            "classes=[...].",
-            ClassesFromDataWarning, stacklevel=4)
-        return np.unique(y)
+        raise ValueError(
+            f"{type(self).__name__} needs classes=[...], the public set of labels: "
+            "reading it from y would publish which labels occur in the private "
+            "data (a label held by a single user reveals that user).")
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, *, groups=None):

@@ -30,6 +30,7 @@ from sklearn.utils.validation import validate_data
 from ..base import UserLevelMeanEstimator, UserLevelMixin, _check_not_sparse
 from ..privacy import ApproxDP
 from ..privacy._conversion import report_spend
+from ..users._groups import check_groups_alignment
 from ..utils._docstrings import fill_doc
 from ._concentration import tau_bounded_rows
 from ._few_users_mean import few_users_mean, user_radius
@@ -213,6 +214,7 @@ class DiscreteDistributionEstimator(UserLevelMixin, BaseEstimator):
                 "Expected a 2-d X with one column, got a 1-d array: use "
                 "X.reshape(-1, 1) (or series.to_frame() for a pandas Series)."
             )
+        check_groups_alignment(groups, X)
         X = validate_data(self, X, dtype=None, ensure_all_finite=False)
         if X.shape[1] != 1:
             raise ValueError(

@@ -30,6 +30,7 @@ from ..privacy import (
     split_for_fits,
     split_off,
 )
+from ..users._groups import check_groups_alignment
 from ..utils._random import generator_from, make_seed_sequence
 from ._delegation import DelegatingMixin
 from ._private_selection import _user_losses, private_selection
@@ -289,6 +290,7 @@ class PrivateGridSearch(DelegatingMixin, UserLevelMixin, MetaEstimatorMixin,
         """
         grid = self._check_params()
         _check_not_sparse(X)
+        check_groups_alignment(groups, X)
         X_arr = X if hasattr(X, "iloc") else np.asarray(X)
         n_samples = X_arr.shape[0]
         if y is not None:

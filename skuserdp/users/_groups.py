@@ -6,15 +6,66 @@ one user, and every guarantee in skuserdp protects a user's entire data.
 
 import numpy as np
 
-__all__ = ["check_groups"]
+__all__ = ["check_groups", "check_groups_alignment"]
+
+#: type names of pandas' missing-value singletons (pd.NA, pd.NaT), recognised
+#: without importing pandas
+_MISSING_TYPE_NAMES = frozenset({"NAType", "NaTType"})
+
+
+def _is_missing(value):
+    """Whether one label is a missing value: None, any NaN (Python, NumPy or
+    Decimal), NaT, or pandas' ``pd.NA``."""
+    if value is None or type(value).__name__ in _MISSING_TYPE_NAMES:
+        return True
+    try:
+        unequal = value != value  # NaN-like values are unequal to themselves
+    except Exception:  # noqa: BLE001 -- a label whose comparison fails is not NaN
+        return False
+    return isinstance(unequal, (bool, np.bool_)) and bool(unequal)
 
 
 def _has_missing(values):
     if values.dtype.kind == "f":
         return bool(np.isnan(values).any())
     if values.dtype.kind == "O":
-        return any(v is None or (isinstance(v, float) and v != v) for v in values)
+        return any(_is_missing(v) for v in values)
     return False
+
+
+def check_groups_alignment(groups, X):
+    """Refuse a pandas ``groups`` whose index disagrees with ``X``'s index.
+
+    Rows are matched to user ids by position. When both ``X`` and ``groups``
+    are pandas objects with different indexes (e.g. ``groups`` was taken from
+    another frame or re-sorted), matching by position would silently assign
+    rows to the wrong users -- and the unit of privacy would be wrong.
+
+    Parameters
+    ----------
+    groups : array-like or None
+        The user ids.
+    X : array-like
+        The data, before validation.
+
+    Raises
+    ------
+    ValueError
+        If both have an ``index`` and the two indexes differ.
+    """
+    g_index = getattr(groups, "index", None)
+    x_index = getattr(X, "index", None)
+    if g_index is None or x_index is None or not hasattr(g_index, "equals"):
+        return
+    if callable(g_index) or callable(x_index):  # lists and arrays have .index()
+        return
+    if not g_index.equals(x_index):
+        raise ValueError(
+            "groups is a pandas Series whose index differs from the index of X; "
+            "rows are matched to user ids by position, so this would assign rows "
+            "to the wrong users. Pass groups aligned to X, e.g. "
+            "groups.loc[X.index] (or reset both indexes)."
+        )
 
 
 def _factorize_ints(values):
@@ -50,8 +101,8 @@ def check_groups(groups, n_samples):
     ----------
     groups : array-like of shape (n_samples,)
         One user id per row; any hashable labels (ints, strings, ...). A pandas
-        Series or Categorical is accepted. Missing labels (None, NaN) are an
-        error: a row without a user cannot be protected.
+        Series or Categorical is accepted. Missing labels (None, NaN, NaT,
+        ``pd.NA``) are an error: a row without a user cannot be protected.
     n_samples : int
         Number of rows of ``X``.
 
@@ -95,7 +146,8 @@ def check_groups(groups, n_samples):
         raise ValueError(f"groups has an unsupported dtype {values.dtype}.")
     if _has_missing(values):
         raise ValueError(
-            "groups contains missing values (None or NaN); every row needs a user id."
+            "groups contains missing values (None, NaN, NaT or pd.NA); every row "
+            "needs a user id."
         )
     if values.dtype.kind in "iub":
         result = _factorize_ints(values)

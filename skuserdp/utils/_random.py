@@ -12,8 +12,14 @@ root :class:`numpy.random.SeedSequence`, spawned with
   the privacy noise predictable;
 * an ``int`` gives reproducible results (for tests: a seeded release is not a
   private release once the seed is published);
-* a :class:`numpy.random.RandomState` instance is advanced by one draw, so two
-  fits with the same instance differ, as in scikit-learn.
+* a :class:`numpy.random.RandomState` instance is advanced by one draw of
+  256 bits (eight 32-bit words), so two fits with the same instance differ,
+  as in scikit-learn. (Drawing a single 32-bit word, as scikit-learn does,
+  would collapse all the noise of a fit to one of 2**32 streams, which an
+  attacker can enumerate.) A ``RandomState`` is only as unpredictable as its
+  own seed: ``RandomState(0)`` is a reproducibility tool for tests, exactly
+  like ``random_state=0``, and a release made with it is not private once
+  the seed is known. Use ``None`` for a private release.
 
 The bit generator is PCG64. It is fast and statistically sound, but it is not a
 cryptographically secure generator; see the "Privacy model" page of the docs.
@@ -25,7 +31,8 @@ import numpy as np
 
 __all__ = ["make_seed_sequence", "spawn_generators", "spawn_seeds", "generator_from"]
 
-_MAX_SEED = np.iinfo(np.uint32).max
+#: 32-bit words drawn from a RandomState to seed the fit's SeedSequence
+_RANDOM_STATE_WORDS = 8
 
 
 def make_seed_sequence(random_state):
@@ -35,7 +42,8 @@ def make_seed_sequence(random_state):
     ----------
     random_state : None, int, numpy.random.RandomState or numpy.random.SeedSequence
         ``None`` draws fresh entropy from the operating system. An ``int``
-        seeds deterministically. A ``RandomState`` is advanced by one draw.
+        seeds deterministically. A ``RandomState`` is advanced by one draw of
+        256 bits (not 32: see the module docstring).
         A ``SeedSequence`` is returned unchanged.
 
     Returns
@@ -54,7 +62,9 @@ def make_seed_sequence(random_state):
             raise ValueError(f"random_state must be non-negative, got {random_state}.")
         return np.random.SeedSequence(int(random_state))
     if isinstance(random_state, np.random.RandomState):
-        return np.random.SeedSequence(int(random_state.randint(_MAX_SEED)))
+        words = random_state.randint(0, 2**32, size=_RANDOM_STATE_WORDS,
+                                     dtype=np.uint64)
+        return np.random.SeedSequence([int(w) for w in words])
     raise ValueError(
         "random_state must be None, a non-negative int, a numpy RandomState or a "
         f"numpy SeedSequence; got {random_state!r}."

@@ -42,7 +42,7 @@ from sklearn.model_selection import GridSearchCV, GroupKFold
 import skuserdp.linear_model._dpsgd as dpsgd
 import skuserdp.linear_model._sgd as sgd
 import skuserdp.privacy._subsampled as subsampled
-from skuserdp.exceptions import AccuracyWarning, ClassesFromDataWarning
+from skuserdp.exceptions import AccuracyWarning
 from skuserdp.linear_model import (
     UserDPSGDClassifier,
     UserDPSGDRegressor,
@@ -792,17 +792,19 @@ def test_classes_parameter():
     with pytest.raises(ValueError, match="not in the declared classes"):
         UserDPSGDClassifier(bounds=BOX["bounds"],
                             classes=[0, 2]).fit(X, y, groups=groups)
-    with pytest.warns(ClassesFromDataWarning):
-        clf = UserDPSGDClassifier(bounds=BOX["bounds"],
-                                  random_state=0).fit(X, y, groups=groups)
+    # the label set is never read off the private y (it would publish a
+    # label held by one user): classes=None refuses to fit
+    with pytest.raises(ValueError, match="needs classes"):
+        UserDPSGDClassifier(bounds=BOX["bounds"],
+                            random_state=0).fit(X, y, groups=groups)
+    clf = UserDPSGDClassifier(bounds=BOX["bounds"], classes=[1, 0],
+                              random_state=0).fit(X, y, groups=groups)
     np.testing.assert_array_equal(clf.classes_, [0, 1])
     assert clf.coef_.shape == (1, 2) and clf.intercept_.shape == (1,)
     # declared classes may be absent from y (the label set is public)
     clf = UserDPSGDClassifier(bounds=BOX["bounds"],
                               classes=["a", "b", "c"], random_state=0)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", ClassesFromDataWarning)
-        clf.fit(X, np.where(y == 1, "a", "c"), groups=groups)
+    clf.fit(X, np.where(y == 1, "a", "c"), groups=groups)
     assert clf.coef_.shape == (3, 2) and clf.intercept_.shape == (3,)
     proba = clf.predict_proba(X)
     assert proba.shape == (X.shape[0], 3)
@@ -845,12 +847,9 @@ def test_bad_inputs_give_clear_errors():
         UserDPSGDClassifier(bounds=BOX["bounds"],
                             classes=[1]).fit(X, np.ones(len(X), int),
                                              groups=groups)
-    with pytest.warns(ClassesFromDataWarning), \
-            pytest.raises(ValueError, match="at least 2 classes"):
-        UserDPSGDClassifier(bounds=BOX["bounds"]).fit(X, np.ones(len(X), int),
-                                                      groups=groups)
     with pytest.raises(ValueError, match="[Uu]nknown label type|continuous"):
-        UserDPSGDClassifier(bounds=BOX["bounds"]).fit(X, score, groups=groups)
+        UserDPSGDClassifier(bounds=BOX["bounds"], classes=[0, 1]).fit(
+            X, score, groups=groups)
     with pytest.raises(ValueError, match="NaN"):
         UserDPSGDRegressor(**BOX).fit(np.where(X > 0.8, np.nan, X), score,
                                       groups=groups)

@@ -138,3 +138,78 @@ def test_user_means_rejects_bad_x():
         user_means([[np.nan]], [0])
     with pytest.raises(ValueError):
         user_means([["a"]], [0])
+
+
+def _missing_label_cases():
+    pd = pytest.importorskip("pandas")
+    from decimal import Decimal
+    return [
+        ("pandas string with <NA>", pd.array(["a", "b", pd.NA, "a"], dtype="string")),
+        ("Series of strings with <NA>",
+         pd.Series(["a", "b", pd.NA, "a"], dtype="string")),
+        ("object with pd.NA", np.array(["a", "b", pd.NA, "a"], dtype=object)),
+        ("object with pd.NaT", np.array(["a", "b", pd.NaT, "a"], dtype=object)),
+        ("object with np.datetime64('NaT')",
+         np.array(["a", "b", np.datetime64("NaT"), "a"], dtype=object)),
+        ("object with float32 nan",
+         np.array(["a", "b", np.float32("nan"), "a"], dtype=object)),
+        ("object with Decimal NaN", np.array(["a", "b", Decimal("NaN"), "a"],
+                                             dtype=object)),
+        ("nullable Int64 with <NA>", pd.Series([1, 2, None, 1], dtype="Int64")),
+        ("Categorical with a missing value", pd.Categorical(["a", "b", None, "a"])),
+    ]
+
+
+@pytest.mark.parametrize("case", range(9))
+def test_every_kind_of_missing_user_id_is_refused(case):
+    # before: each missing row became its own user (n_users_ 3 instead of 2
+    # here), silently; a row without a user id cannot be protected.
+    name, groups = _missing_label_cases()[case]
+    X = np.ones((4, 1))
+    with pytest.raises(ValueError, match="missing"):
+        check_groups(groups, 4)
+    with pytest.raises(ValueError, match="missing"):
+        user_means(X, groups)
+    from skuserdp.mean import ClipNoiseMeanEstimator
+    with pytest.raises(ValueError, match="missing"):
+        ClipNoiseMeanEstimator(bounds=(0, 2)).fit(X, groups=groups)
+
+
+def test_labels_that_are_not_missing_still_work():
+    # odd but legitimate labels: objects whose comparison fails or is not a
+    # bool are not mistaken for NaN
+    class Odd:
+        def __ne__(self, other):
+            raise TypeError("no comparison")
+    odd = Odd()
+    groups = np.array([odd, "a", odd], dtype=object)
+    codes, labels = check_groups(groups, 3)
+    assert labels.shape == (2,) and codes[0] == codes[2] != codes[1]
+
+
+def test_pandas_groups_with_another_index_than_x_are_refused():
+    pd = pytest.importorskip("pandas")
+    from skuserdp.linear_model import UserDPLinearRegression
+    from skuserdp.mean import ClipNoiseMeanEstimator, DiscreteDistributionEstimator
+    X = pd.DataFrame({"a": [0.0, 1.0, 2.0, 3.0]}, index=[10, 11, 12, 13])
+    y = pd.Series([0.0, 1.0, 0.0, 1.0], index=X.index)
+    shuffled = pd.Series(["u", "u", "v", "v"], index=[13, 12, 11, 10])
+    match = "index differs"
+    with pytest.raises(ValueError, match=match):
+        user_means(X, shuffled)
+    with pytest.raises(ValueError, match=match):
+        ClipNoiseMeanEstimator(bounds=(0, 3)).fit(X, groups=shuffled)
+    with pytest.raises(ValueError, match=match):
+        UserDPLinearRegression(bounds=(0, 3), target_bounds=(0, 1)).fit(
+            X, y, groups=shuffled)
+    with pytest.raises(ValueError, match=match):
+        DiscreteDistributionEstimator(classes=[0, 1, 2, 3]).fit(
+            X.astype(int), groups=shuffled)
+    # aligned (same index, any order of the index values) is accepted, and
+    # so are plain arrays and lists, matched by position
+    aligned = shuffled.loc[X.index]
+    np.testing.assert_array_equal(user_means(X, aligned).labels, ["u", "v"])
+    assert user_means(X, aligned).counts.tolist() == [2, 2]
+    user_means(X, shuffled.to_numpy())
+    user_means(X, list(shuffled))
+    user_means(X.to_numpy(), shuffled)  # X without an index: by position
