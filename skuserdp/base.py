@@ -19,7 +19,11 @@ from numbers import Integral, Real
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, _fit_context
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import (
+    Interval,
+    InvalidParameterError,
+    StrOptions,
+)
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .exceptions import AccuracyWarning, ItemLevelPrivacyWarning, YIgnoredWarning
@@ -46,10 +50,36 @@ __all__ = ["UserLevelMixin", "UserLevelMeanEstimator", "resolve_user_codes"]
 
 
 class UserLevelMixin:
-    """Request ``groups`` in ``fit`` and ``score`` by default (metadata routing)."""
+    """Request ``groups`` in ``fit`` and ``score`` by default (metadata routing),
+    and validate parameters more strictly than scikit-learn does.
+
+    scikit-learn's ``Interval`` constraints accept ``True`` as the number 1
+    (``bool`` is an ``int``), and ``n_jobs=0`` passes ``[None, Integral]``
+    (joblib only rejects it once a parallel section runs, so small inputs
+    would accept it). ``epsilon=True`` is a bug in the caller's code, never a
+    budget: both are refused before every fit.
+    """
 
     __metadata_request__fit = {"groups": True}
     __metadata_request__score = {"groups": True}
+
+    def _validate_params(self):
+        name = type(self).__name__
+        for param, constraints in self._parameter_constraints.items():
+            value = getattr(self, param, None)
+            if isinstance(value, (bool, np.bool_)) and not any(
+                    c in ("boolean", "verbose") or c is bool for c in constraints
+                    if isinstance(c, (str, type))):
+                raise InvalidParameterError(
+                    f"The {param!r} parameter of {name} must be a number, not the "
+                    f"bool {value!r}.")
+        n_jobs = getattr(self, "n_jobs", None)
+        if "n_jobs" in self._parameter_constraints and n_jobs == 0 and not isinstance(
+                n_jobs, bool):
+            raise InvalidParameterError(
+                f"The 'n_jobs' parameter of {name} must be None, a positive int or "
+                "a negative int (-1 = all cores); got 0.")
+        super()._validate_params()
 
 
 def _check_not_sparse(X):

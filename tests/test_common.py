@@ -5,6 +5,7 @@ estimators they compare nothing; the user-level checks below compare ``mean_``.
 Expected failures are listed one by one with a reason.
 """
 
+import numbers
 import warnings
 
 import numpy as np
@@ -262,3 +263,33 @@ def test_inputs_not_modified_and_spend_recorded(estimator):
     assert est.privacy_loss_ is not None
     # the constructor parameters are untouched
     assert est.get_params()["epsilon"] == estimator.get_params()["epsilon"]
+
+
+def _numeric_params(estimator):
+    constraints = type(estimator)._parameter_constraints
+    return [name for name, value in estimator.get_params(deep=False).items()
+            if isinstance(value, numbers.Real) and not isinstance(value, bool)
+            and not any(c in ("boolean", "verbose") or c is bool
+                        for c in constraints.get(name, ())
+                        if isinstance(c, (str, type)))]
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=lambda e: type(e).__name__)
+def test_a_bool_is_never_a_number_and_n_jobs_zero_is_refused(estimator):
+    # scikit-learn's Interval accepts True as 1: epsilon=True (or max_iter=True)
+    # is a bug in the caller's code, and is refused before any fit
+    from sklearn.utils._param_validation import InvalidParameterError
+    X, y, g = _inputs(estimator)
+    names = _numeric_params(estimator)
+    assert "epsilon" in names
+    for name in names:
+        est = clone(estimator).set_params(**{name: True})
+        with pytest.raises(InvalidParameterError, match=f"'{name}'.*bool"):
+            _fit(est, X, y, groups=g)
+    if "n_jobs" in estimator.get_params():
+        # joblib rejects 0 only inside a parallel section, which small inputs
+        # never reach: before, n_jobs=0 was silently accepted here
+        est = clone(estimator).set_params(n_jobs=0)
+        with pytest.raises(InvalidParameterError, match="n_jobs"):
+            _fit(est, X, y, groups=g)
+        _fit(clone(estimator).set_params(n_jobs=-1), X, y, groups=g)
