@@ -66,6 +66,28 @@ def project_to_simplex(v):
     return np.maximum(v - css[rho] / (rho + 1.0), 0.0)
 
 
+def _check_classes_match_column(classes, column_dtype, name):
+    """Refuse classes of another kind than the column (strings vs numbers).
+
+    ``classes=['0', '1']`` on an integer column (or ``[0, 1]`` on a string
+    column) matches no row at all, and the estimate would silently be the
+    uniform distribution. Decided from the column's dtype, which is part of
+    the schema, never from the values (an ``object`` column is not checked).
+    """
+    kind = column_dtype.kind
+    if kind == "O":
+        return
+    is_str = [isinstance(c, (str, bytes, np.str_, np.bytes_)) for c in classes.tolist()]
+    column_is_str = kind in "US"
+    if column_is_str and not any(is_str) or not column_is_str and all(is_str):
+        raise ValueError(
+            f"{name}: classes {classes.tolist()!r} are "
+            f"{'numbers' if column_is_str else 'strings'} but X holds "
+            f"{'strings' if column_is_str else 'numbers'} (dtype {column_dtype}): "
+            "no row would match a class and the estimate would be meaningless. "
+            "Declare classes of the same type as the column.")
+
+
 def _class_codes(values, classes):
     lookup = {c: k for k, c in enumerate(classes.tolist())}
     try:
@@ -231,6 +253,7 @@ class DiscreteDistributionEstimator(UserLevelMixin, BaseEstimator):
             raise ValueError("classes must be a 1-d array-like of at least 2 labels.")
         if len(set(classes.tolist())) != classes.size:
             raise ValueError("classes must not repeat a label.")
+        _check_classes_match_column(classes, X.dtype, type(self).__name__)
         codes, n_users = self._resolve_groups(y, groups, X.shape[0])
         d = classes.size
         cls = _class_codes(X[:, 0], classes)

@@ -29,6 +29,7 @@ from sklearn.base import clone
 from sklearn.utils import check_array
 from sklearn.utils.parallel import Parallel, delayed
 
+from skuserdp.users import user_means
 from skuserdp.utils._random import generator_from, make_seed_sequence
 
 __all__ = [
@@ -371,18 +372,9 @@ def _mean_of_user_means(X, groups):
         X = X[:, np.newaxis]
     if groups is None:
         return X.mean(axis=0)
-    groups = np.asarray(groups)
-    if groups.ndim != 1 or groups.shape[0] != X.shape[0]:
-        raise ValueError(
-            f"groups must be 1-d with one label per row of X ({X.shape[0]}), "
-            f"got shape {groups.shape}."
-        )
-    _, inverse = np.unique(groups, return_inverse=True)
-    inverse = inverse.ravel()
-    sums = np.zeros((inverse.max() + 1, X.shape[1]))
-    np.add.at(sums, inverse, X)
-    counts = np.bincount(inverse)
-    return (sums / counts[:, np.newaxis]).mean(axis=0)
+    # the library's own groups check: clear errors for missing, unhashable or
+    # mixed labels and for a wrong length
+    return user_means(X, groups).means.mean(axis=0)
 
 
 class _ProjectedMean:
@@ -539,9 +531,14 @@ numpy.random.SeedSequence, default=0
     epsilon_claimed = _check_epsilon_claimed(epsilon_claimed)
 
     if statistic is None:
-        diff = _mean_of_user_means(X, groups) - _mean_of_user_means(
-            X_prime, groups_prime
-        )
+        mean, mean_prime = (_mean_of_user_means(X, groups),
+                            _mean_of_user_means(X_prime, groups_prime))
+        if mean.shape != mean_prime.shape:
+            raise ValueError(
+                f"X has {mean.shape[0]} feature(s) but X_prime has "
+                f"{mean_prime.shape[0]}: neighbouring datasets have the same "
+                "columns.")
+        diff = mean - mean_prime
         if diff.shape[0] == 0:
             raise ValueError("X has no features.")
         norm = np.linalg.norm(diff)

@@ -193,3 +193,19 @@ def test_audit_finds_no_violation(route, n_users, m):
     res = audit_estimator(est, X, Xp, groups=g, groups_prime=g, n_runs=1500,
                           statistic=_first_probability, random_state=0)
     assert not res.violation, str(res)
+
+
+@pytest.mark.parametrize("classes, column", [
+    (["0", "1"], np.array([[0], [1], [1], [0]] * 10)),
+    ([0, 1], np.array([["0"], ["1"], ["1"], ["0"]] * 10)),
+])
+def test_classes_of_another_kind_than_the_column_are_refused(classes, column):
+    # before: no row matched a class and the fit silently returned ~uniform
+    groups = np.repeat(np.arange(20), 2)
+    with pytest.raises(ValueError, match="no row would match"):
+        DiscreteDistributionEstimator(classes=classes).fit(column, groups=groups)
+    # numbers of another numeric type still match (0 == 0.0)
+    if column.dtype.kind == "i":
+        est = DiscreteDistributionEstimator(classes=[0.0, 1.0], epsilon=50.0,
+                                            delta=0.3, random_state=0)
+        assert est.fit(column, groups=groups).probabilities_.min() > 0.3

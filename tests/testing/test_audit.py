@@ -400,3 +400,19 @@ def test_audit_estimator_bad_inputs():
 
     with pytest.raises(ValueError, match="random_state"):
         audit_estimator(NoSeed(), X, Xp)
+
+
+def test_audit_estimator_clear_errors_for_bad_groups_and_shapes():
+    # before: opaque TypeErrors from np.unique / broadcasting
+    X, g, Xp, gp = worst_case_mean_neighbours(5, 2)
+    g_none = np.asarray(g, dtype=object)
+    g_none[0] = None
+    with pytest.raises(ValueError, match="missing"):
+        audit_estimator(ToyLaplaceMean(), X, Xp, groups=g_none, groups_prime=gp)
+    mixed = np.asarray(g, dtype=object)
+    mixed[::2] = [f"u{v}" for v in mixed[::2]]  # strings and ints together
+    from skuserdp.mean import ClipNoiseMeanEstimator
+    audit_estimator(ClipNoiseMeanEstimator(bounds=(-1.0, 1.0)), X, Xp,
+                    groups=mixed, groups_prime=gp, n_runs=20, random_state=0)
+    with pytest.raises(ValueError, match="same columns"):
+        audit_estimator(ToyLaplaceMean(), X, Xp[:, :1], groups=g, groups_prime=gp)
