@@ -28,7 +28,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .exceptions import AccuracyWarning, ItemLevelPrivacyWarning, YIgnoredWarning
 from .mechanisms._private_bounds import bounds_failure_probability, private_bounds
-from .privacy import compose, split_for_public_bounds
+from .privacy import compose, compose_spend, split_for_public_bounds
 from .privacy._conversion import report_spend
 from .users import check_groups
 from .users._groups import check_groups_alignment
@@ -202,6 +202,8 @@ class FitBudget:
         step's seed).
     bounds_loss : PureDP, ZCDP or None
         The privacy loss of learning the box, ``None`` when it was declared.
+    total_delta : float
+        The δ of the whole fit (the estimator's ``delta``).
     """
 
     epsilon: float
@@ -210,6 +212,32 @@ class FitBudget:
     upper: object = None
     random_state: object = None
     bounds_loss: object = None
+    total_delta: float = 0.0
+
+    def total_loss(self, loss):
+        """The loss of the whole fit: the bounds step's composed with ``loss``.
+
+        ``compose`` when the two kinds compose directly; otherwise (a pure
+        bounds step before an estimator whose plan, from public values, chose
+        a zCDP route) :func:`~skuserdp.privacy.compose_spend`, an (ε, δ) at
+        the fit's δ that never exceeds the pure ε plus the zCDP release's
+        conversion, so it stays within the requested budget.
+
+        Parameters
+        ----------
+        loss : PureDP, ApproxDP or ZCDP
+            The estimator's own release.
+
+        Returns
+        -------
+        loss : PureDP, ApproxDP or ZCDP
+        """
+        if self.bounds_loss is None:
+            return loss
+        try:
+            return compose(self.bounds_loss, loss)
+        except TypeError:  # pure and zCDP: no direct composition
+            return compose_spend([self.bounds_loss, loss], self.total_delta)
 
     @property
     def midpoint(self):
@@ -323,8 +351,7 @@ class UserLevelMeanEstimator(UserLevelMixin, BaseEstimator):
         U = _means_by_code(X, codes, n_users)[0]
         budget = self._resolve_bounds(U)
         mean, loss = self._fit_user_means(U, budget)
-        if budget.bounds_loss is not None:
-            loss = compose(budget.bounds_loss, loss)
+        loss = budget.total_loss(loss)
         self._set_fitted(mean, n_users, loss)
         self._check_box(budget)
         self._check_noise(budget)
@@ -358,7 +385,8 @@ class UserLevelMeanEstimator(UserLevelMixin, BaseEstimator):
             self.epsilon, self.delta, share, 2 * d, zcdp=zcdp)
         seed_bounds, seed_rest = make_seed_sequence(self.random_state).spawn(2)
         lower, upper = learn_box(type(self).__name__, U, eps0, seed_bounds)
-        return FitBudget(rest_eps, rest_delta, lower, upper, seed_rest, loss)
+        return FitBudget(rest_eps, rest_delta, lower, upper, seed_rest, loss,
+                         self.delta)
 
     def _check_box(self, budget):
         """Warn when the estimate sits on or outside the box (post-processing)."""

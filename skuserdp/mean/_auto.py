@@ -35,7 +35,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..base import BOUNDS_CONSTRAINTS, UserLevelMeanEstimator
 from ..exceptions import AccuracyWarning
-from ..privacy import ZCDP, compose, zcdp_rho_for
+from ..privacy import ZCDP, zcdp_rho_for
 from ..utils._docstrings import fill_doc
 from ._clip_noise import ClipNoiseMeanEstimator, plan_clip_noise
 from ._coinpress import CoinPressMeanEstimator, plan_coinpress
@@ -349,7 +349,7 @@ class UserMeanEstimator(UserLevelMeanEstimator):
             self._noise_error = noise_error
         # the delegate, fitted (its own attributes: radii_, garbage_, tau_...)
         est.n_features_in_ = d
-        full = loss if budget.bounds_loss is None else compose(budget.bounds_loss, loss)
+        full = budget.total_loss(loss)
         est._set_fitted(mean, n, full)
         est.bounds_ = None if budget.lower is None else (budget.lower, budget.upper)
         self.estimator_, self.method_, self.reason_ = est, self._method, self._reason

@@ -513,6 +513,24 @@ def test_auto_tau_spend_meets_target(calibration, delta):
     assert est.epsilon_ <= 0.7 and est.delta_ <= delta
 
 
+@pytest.mark.parametrize("delta", [0.0, 1e-6])
+def test_learned_box_composes_with_every_route(delta):
+    # before: with delta > 0 the plan's zCDP route (chosen from public values)
+    # met the pure bounds="auto" step in compose, which raised a TypeError:
+    # WinsorizedMeanEstimator(delta=1e-6) could not fit with its default box
+    from skuserdp.datasets import make_user_samples
+    from skuserdp.mean import UserMeanEstimator
+    X, g, mu = make_user_samples(n_users=2000, n_features=5, samples_per_user=10,
+                                 random_state=0)
+    for est in (WinsorizedMeanEstimator(epsilon=1.0, delta=delta, random_state=0),
+                UserMeanEstimator(epsilon=1.0, delta=delta, method="winsorized",
+                                  random_state=0)):
+        est.fit(X, groups=g)
+        assert _meets(est.privacy_loss_, 1.0, delta)
+        assert est.epsilon_ <= 1.0 and est.delta_ <= delta
+        assert np.linalg.norm(est.mean_ - mu) < 1.0
+
+
 # --------------------------------------------------------------- estimator
 def test_loose_bound_concentrated_users_are_estimated_accurately():
     # 2000 users within 0.05 of a point, public box 1000 per coordinate:
