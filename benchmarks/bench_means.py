@@ -22,6 +22,9 @@ Parts:
   peer vector Gaussian (OpenDP, and the same design with skuserdp's lattice
   noise) uses the hand-picked L2 clip ``C = 4`` on the user means.
 * regimes (a)-(f) and the sweeps vs n, m, d and epsilon (see ``REGIMES``).
+* ``corrupted`` -- T-M1's shape with 5-30 % of the users corrupted at
+  distance 10, 50 or 1000 (error to the clean mean); the dispatcher is told
+  ``corrupted_fraction`` (``CORRUPTED``).
 
 References in every table and plot: the non-private estimator (its error
 to the *population* mean: the sampling error, which the private errors
@@ -256,7 +259,12 @@ TAKES = {"coinpress": ("bound",), "winsorized": ("bound",),
          "threaded": ("moment_order", "moment_bound", "samples_per_user",
                       "bound"),
          "auto": ("bound", "radius", "center", "samples_per_user",
-                  "moment_order", "moment_bound")}
+                  "moment_order", "moment_bound", "corrupted_fraction")}
+
+# Corrupted users (issue 17): fractions x distances at T-M1's shape; the box
+# B = 100 and the user radius 4 are declared; auto is told the fraction.
+CORRUPTED = dict(fractions=[0.05, 0.1, 0.2, 0.3], distances=[10.0, 50.0, 1000.0],
+                 methods=["coinpress", "winsorized", "few_users", "auto"])
 
 # Sweeps around T-M1 (one axis moved at a time), only-bound knowledge.
 SWEEPS = {
@@ -291,7 +299,8 @@ def run_case(case, rep_seed, *, regime_methods, public, peer_clip, eps,
             # the estimator it picks (from public values), so when it picks
             # one that is also run here its error is exactly that one's.
             from skuserdp.mean import choose_mean_method
-            rule_kw = {("bounds" if k == "bound" else k): v for k, v in kw.items()}
+            rule_kw = {("bounds" if k == "bound" else k): v for k, v in kw.items()
+                       if k != "corrupted_fraction"}  # not an input of the rule
             pick = choose_mean_method(n, d, eps, DELTA, **rule_kw)[0]
             if pick in regime_methods:
                 seed = seeds[regime_methods.index(pick)]
@@ -355,7 +364,7 @@ def parse_args(argv=None):
     p.add_argument("--seed", type=int, default=20261121)
     p.add_argument("--n-jobs", type=int, default=2)
     p.add_argument("--parts", nargs="+", default=["tm1", "regimes", "sweeps"],
-                   choices=["tm1", "regimes", "sweeps"])
+                   choices=["tm1", "regimes", "sweeps", "corrupted"])
     p.add_argument("--output-dir", type=Path, default=RESULTS_DIR)
     return p.parse_args(argv)
 
@@ -365,7 +374,7 @@ def jobs_for(args):
     reps = args.reps or (10 if quick else 60)
     jobs = []
     root = np.random.SeedSequence(args.seed)
-    part_ss = dict(zip(("tm1", "regimes", "sweeps"), root.spawn(3)))
+    part_ss = dict(zip(("tm1", "regimes", "sweeps", "corrupted"), root.spawn(4)))
 
     def add(part, case_name, ss, n_reps, **kw):
         for r, s in enumerate(ss.spawn(n_reps)):
@@ -392,6 +401,17 @@ def jobs_for(args):
                 public=reg["public"], peer_clip=reg["peer_clip"], eps=1.0,
                 data_kw=reg["data"],
                 target="clean" if name == "e_corrupted" else "empirical")
+    if "corrupted" in args.parts:
+        cells = [(f, dist) for f in CORRUPTED["fractions"]
+                 for dist in CORRUPTED["distances"]]
+        for (frac, dist), ss in zip(cells, part_ss["corrupted"].spawn(len(cells))):
+            add("corrupted", f"{frac:g} at {dist:g}", ss, max(reps // 2, 5),
+                regime_methods=CORRUPTED["methods"],
+                public=dict(bound=100.0, radius=4.0, corrupted_fraction=frac),
+                peer_clip=4.0, eps=1.0, target="clean",
+                data_kw=dict(n_users=TM1["n_users"], n_features=TM1["n_features"],
+                             samples_per_user=TM1["samples_per_user"],
+                             corrupted_fraction=frac, corruption_distance=dist))
     if "sweeps" in args.parts:
         sweeps = {k: (v[:3] if quick and k != "epsilon" else v)
                   for k, v in SWEEPS.items()}
@@ -498,6 +518,8 @@ def main(argv=None):
     print(text)
     print(f"\ntotal {total:.1f} s")
     stem = "means_quick" if args.quick else "means"
+    if args.parts == ["corrupted"]:
+        stem += "_corrupted"
     args.output_dir.mkdir(parents=True, exist_ok=True)
     (args.output_dir / f"{stem}.md").write_text(text + "\n")
     payload = {"params": {"quick": args.quick, "seed": args.seed, "delta": DELTA,

@@ -48,6 +48,9 @@ __all__ = ["UserMeanEstimator", "coinpress_shrink_ratio", "choose_mean_method"]
 #: Above this shrink ratio CoinPress's ball cannot shrink reliably.
 SHRINK_RATIO_MAX = 0.5
 
+#: the few-users estimator's default robustness (a quarter of the users)
+FEW_USERS_ROBUSTNESS = 0.25
+
 #: the words of ``reason_`` that mark a regime where no estimator does well
 HOPELESS = "no estimator does well"
 
@@ -206,10 +209,24 @@ class UserMeanEstimator(UserLevelMeanEstimator):
         private data.
     samples_per_user : int, default=None
         Public number of rows per user (the heavy-tail and Winsorized
-        estimators use it).
+        estimators use it; the few-users estimator does not: its ``radius``
+        here is already the users' means', not a per-row radius).
     moment_order, moment_bound : float, default=None
         Public bound ``M`` on the ``k``-th moment of the rows around the mean
         (the heavy-tail estimator).
+    corrupted_fraction : float, default=0.0
+        Public upper bound, in ``[0, 1/2)``, on the fraction of users whose
+        data may be arbitrary (adversarial or broken devices); the error is
+        then measured to the clean users' mean. The few-users estimator is
+        run with this robustness (at least its default 1/4: it is built to
+        resist a quarter of the users). The rule is otherwise unchanged:
+        with 5 to 30 % of the users corrupted at distances 10 to 1000 (1000
+        users, d = 10), CoinPress with a box was the most accurate estimator
+        in 11 of 12 measured cells, and the Winsorized mean 1.2 to 16 times
+        worse; only at 30 % corrupted users at distance 1000 was the
+        few-users estimator with a declared radius better (error 11 against
+        25). See ``bench_means.py --parts corrupted`` in
+        ``benchmarks/README.md``.
     calibration : {{"tight"}}, default="tight"
         zCDP accounting with optimal conversions, passed to the estimator
         chosen (CoinPress has no ``"paper"`` setting).
@@ -268,6 +285,7 @@ class UserMeanEstimator(UserLevelMeanEstimator):
         "samples_per_user": [None, Interval(Integral, 1, None, closed="left")],
         "moment_order": [None, Interval(Real, 2, None, closed="left")],
         "moment_bound": [None, Interval(Real, 0, None, closed="neither")],
+        "corrupted_fraction": [Interval(Real, 0, 0.5, closed="left")],
         "calibration": [StrOptions({"tight"})],
     }
 
@@ -276,8 +294,8 @@ class UserMeanEstimator(UserLevelMeanEstimator):
 
     def __init__(self, epsilon=1.0, delta=1e-6, *, method="auto", bounds="auto",
                  bounds_share=None, radius=None, center=None, samples_per_user=None,
-                 moment_order=None, moment_bound=None, calibration="tight",
-                 random_state=None, n_jobs=None):
+                 moment_order=None, moment_bound=None, corrupted_fraction=0.0,
+                 calibration="tight", random_state=None, n_jobs=None):
         self.epsilon = epsilon
         self.delta = delta
         self.method = method
@@ -288,6 +306,7 @@ class UserMeanEstimator(UserLevelMeanEstimator):
         self.samples_per_user = samples_per_user
         self.moment_order = moment_order
         self.moment_bound = moment_bound
+        self.corrupted_fraction = corrupted_fraction
         self.calibration = calibration
         self.random_state = random_state
         self.n_jobs = n_jobs
@@ -304,9 +323,12 @@ class UserMeanEstimator(UserLevelMeanEstimator):
         elif name == "winsorized":
             kw = dict(samples_per_user=self.samples_per_user)
         elif name == "few_users":
-            # no box: the few-users estimator needs no location
+            # no box: the few-users estimator needs no location. Its radius
+            # is the users' means' (not per row), so samples_per_user, which
+            # would make it a per-row radius, is not passed.
             del common["bounds"], common["bounds_share"]
-            kw = dict(radius=self.radius)
+            kw = dict(radius=self.radius,
+                      robustness=max(FEW_USERS_ROBUSTNESS, self.corrupted_fraction))
         else:
             kw = dict(moment_order=self.moment_order or 2.0,
                       moment_bound=self.moment_bound,

@@ -175,6 +175,31 @@ def test_delegation_reproduces_the_chosen_estimator_exactly(method, direct,
     assert auto.method_ == method
 
 
+@pytest.mark.parametrize("fraction, robustness",
+                         [(0.0, 0.25), (0.1, 0.25), (0.3, 0.3), (0.45, 0.45)])
+def test_corrupted_fraction_sets_the_few_users_robustness(fraction, robustness):
+    X, groups, _ = make_user_samples(n_users=400, n_features=3,
+                                     samples_per_user=5, mean=0.5,
+                                     corrupted_fraction=fraction, random_state=1)
+    auto = UserMeanEstimator(epsilon=0.8, delta=1e-5, method="few_users",
+                             radius=3.0, corrupted_fraction=fraction,
+                             random_state=7).fit(X, groups=groups)
+    assert auto.estimator_.robustness == robustness
+    ref = FewUsersBallEstimator(epsilon=0.8, delta=1e-5, radius=3.0,
+                                robustness=robustness,
+                                random_state=7).fit(X, groups=groups)
+    np.testing.assert_array_equal(auto.mean_, ref.mean_)
+
+
+@pytest.mark.parametrize("bad", [-0.1, 0.5, 1.0])
+def test_corrupted_fraction_out_of_range_is_refused(bad):
+    from sklearn.utils._param_validation import InvalidParameterError
+    X, groups, _ = make_user_samples(n_users=50, n_features=2, random_state=0)
+    with pytest.raises(InvalidParameterError, match="corrupted_fraction"):
+        UserMeanEstimator(bounds=(-5, 5), corrupted_fraction=bad).fit(
+            X, groups=groups)
+
+
 def test_audit_clip_noise_path():
     # radius and centre declared, 5 users: the rule picks clip-and-noise.
     X, g, Xp, gp = worst_case_mean_neighbours(5, 1, radius=1.0, rows_per_user=2)
