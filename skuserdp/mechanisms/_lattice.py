@@ -94,16 +94,66 @@ def _check_grid(grid):
     return grid
 
 
+#: ℓ2 norms below this are recomputed by :func:`_clip_rescaled` (their
+#: squares may have underflowed)
+_TINY_NORM = 2.0 ** -500
+
+
+def _clip_rescaled(D, radius, norm):
+    """Radial clip of the finite rows ``D`` without overflow or underflow.
+
+    Each row is divided by its largest absolute coordinate before its norm is
+    taken, so its direction is kept and the clipped row has norm ``radius``
+    (up to rounding) or its own, whatever its magnitude.
+    """
+    m = np.abs(D).max(axis=1)
+    out = np.zeros_like(D)
+    nonzero = m > 0
+    U = D[nonzero] / m[nonzero, None]
+    n_u = (np.sqrt(np.einsum("ij,ij->i", U, U)) if norm == "l2"
+           else np.abs(U).sum(axis=1))
+    out[nonzero] = U * np.minimum(m[nonzero], radius / n_u)[:, None]
+    return out
+
+
 def _clip(D, radius, norm):
+    """Clip the finite rows ``D`` to the ball of ``radius`` in ``norm``."""
     if norm == "linf":
         return np.clip(D, -radius, radius)
-    if norm == "l2":
-        norms = np.sqrt(np.einsum("ij,ij->i", D, D))
-    else:
-        norms = np.abs(D).sum(axis=1)
-    with np.errstate(divide="ignore", over="ignore"):
+    with np.errstate(over="ignore", under="ignore"):
+        if norm == "l2":
+            norms = np.sqrt(np.einsum("ij,ij->i", D, D))
+            fragile = ~np.isfinite(norms) | ((norms < _TINY_NORM)
+                                             & (np.abs(D).max(axis=1) > 0))
+        else:
+            norms = np.abs(D).sum(axis=1)
+            fragile = ~np.isfinite(norms)
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
         scale = np.minimum(1.0, radius / norms)
-    return D * scale[:, None]
+    out = D * scale[:, None]
+    if fragile.any():  # squares or sums out of float range: rescale first
+        out[fragile] = _clip_rescaled(D[fragile], radius, norm)
+    return out
+
+
+def _clip_centred(values, center, radius, norm):
+    """``_clip(values - center)``, also when the difference overflows.
+
+    A row whose difference overflows lies farther than any finite radius:
+    it is clipped at half scale (``2 · clip(values/2 - center/2, radius/2)``,
+    exact powers of two).
+    """
+    with np.errstate(over="ignore", invalid="ignore"):
+        D = values - center
+    out = _clip(D, radius, norm) if np.isfinite(D).all() else None
+    if out is not None:
+        return out
+    huge = ~np.isfinite(D).all(axis=1)
+    out = np.empty_like(D)
+    out[~huge] = _clip(D[~huge], radius, norm)
+    half = 0.5 * values[huge] - 0.5 * np.broadcast_to(center, values.shape)[huge]
+    out[huge] = 2.0 * _clip(half, 0.5 * radius, norm)
+    return out
 
 
 def _row_norm_ok(K, bound, norm):
@@ -167,8 +217,8 @@ def encode_contributions(values, *, center, radius, grid, norm="l2"):
     if not np.isfinite(values).all():
         raise ValueError("values must be finite.")
     grid = _check_grid(grid)
-    D = values - np.asarray(center, dtype=np.float64)
-    Y = _clip(D, float(radius), norm) / grid
+    center = np.asarray(center, dtype=np.float64)
+    Y = _clip_centred(values, center, float(radius), norm) / grid
     K = np.rint(Y).astype(np.int64)
     bound = lattice_contribution_radius(float(radius) / grid, values.shape[1], norm)
     ok = _row_norm_ok(K, bound, norm)

@@ -10,6 +10,14 @@ in compressed-column form (one non-zero per row of ``X``) is multiplied with
 ``X``. Cost O(n_rows · n_features) plus the factorisation of ``groups``.
 Each user's sum depends only on that user's rows (in their order), so the
 per-user means are a per-user function of the data.
+
+A sum can overflow although every row is finite (a user with rows of 1e308).
+The mean of finite numbers is finite, so the (user, feature) entries whose sum
+overflowed are recomputed from the rows scaled by the exact power of two
+``2^-64``: one user's finite values never make a mean infinite (which would
+make a fit fail, a side channel). The recomputation is exact up to rounding,
+is a per-user function of the data, and leaves every entry that did not
+overflow bit for bit unchanged.
 """
 
 from typing import NamedTuple
@@ -18,7 +26,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils import check_array
 
-from ._groups import check_groups
+from ._groups import check_groups, check_groups_alignment
 
 __all__ = ["UserMeans", "user_means"]
 
@@ -57,10 +65,26 @@ def _sums_by_code(X, codes, n_users):
     return np.asarray(indicator @ X)
 
 
+#: exact power-of-two scale of the rows when a user's sum overflows: the
+#: scaled sum of fewer than 2^63 finite rows is below 2^(1024-64+63)
+_OVERFLOW_SCALE = 2.0 ** -64
+
+
 def _means_by_code(X, codes, n_users):
+    """Per-user means and row counts; finite whenever ``X`` is finite."""
     counts = np.bincount(codes, minlength=n_users)
-    sums = _sums_by_code(X, codes, n_users)
-    return sums / counts[:, None], counts
+    with np.errstate(over="ignore", invalid="ignore"):
+        sums = _sums_by_code(X, codes, n_users)
+        means = sums / counts[:, None]
+        bad = ~np.isfinite(means)
+        if bad.any() and np.isfinite(X).all():
+            # the only non-finite means come from overflowing sums of finite rows
+            scaled = _sums_by_code(X * _OVERFLOW_SCALE, codes, n_users)
+            big = np.finfo(np.float64).max
+            means[bad] = np.clip(
+                scaled[bad] / counts.repeat(bad.sum(axis=1)) / _OVERFLOW_SCALE,
+                -big, big)
+    return means, counts
 
 
 def user_means(X, groups=None):
@@ -90,6 +114,7 @@ def user_means(X, groups=None):
     >>> means.ravel().tolist(), counts.tolist(), labels.tolist()
     ([2.0, 10.0], [2, 1], ['u', 'v'])
     """
+    check_groups_alignment(groups, X)
     X = check_array(X, dtype=np.float64, order="C", input_name="X")
     n_rows = X.shape[0]
     if groups is None:
