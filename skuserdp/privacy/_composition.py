@@ -174,11 +174,26 @@ def compose_advanced(loss, k, delta_slack):
         raise ValueError(f"k must be >= 1, got {k}.")
     if not 0 < delta_slack < 1:
         raise ValueError(f"delta_slack must be in (0, 1), got {delta_slack!r}.")
-    eps = loss.epsilon
-    eps_total = eps * math.sqrt(2 * k * math.log(1 / delta_slack))
-    eps_total += k * eps * math.expm1(eps)
+    eps_total = _advanced_epsilon(loss.epsilon, k, delta_slack)
+    if not math.isfinite(eps_total):
+        raise ValueError(
+            f"the advanced composition bound of {k} mechanisms at epsilon="
+            f"{loss.epsilon!r} is beyond floating point (it is far above basic "
+            "composition's k·epsilon): use compose or compose_homogeneous.")
     delta = k * getattr(loss, "delta", 0.0) + delta_slack
     return ApproxDP(eps_total, min(delta, 1.0))
+
+
+#: above this ε, ``e^ε − 1`` overflows float64 (``math.expm1`` raises)
+_EXPM1_MAX = 709.0
+
+
+def _advanced_epsilon(eps, k, delta_slack):
+    """``ε √(2k ln(1/δ')) + k ε (e^ε − 1)``, ``inf`` when it overflows."""
+    eps_total = eps * math.sqrt(2 * k * math.log(1 / delta_slack))
+    if eps > _EXPM1_MAX:
+        return math.inf
+    return eps_total + k * eps * math.expm1(eps)
 
 
 def compose_homogeneous(loss, k, delta_slack):
@@ -211,6 +226,11 @@ def compose_homogeneous(loss, k, delta_slack):
     >>> round(compose_homogeneous(PureDP(0.01), 1000, 1e-6).epsilon, 3)
     1.763
     """
+    if not isinstance(loss, (PureDP, ApproxDP)):
+        raise TypeError("advanced composition takes a PureDP or ApproxDP loss.")
+    if int(k) >= 1 and 0 < delta_slack < 1 and not math.isfinite(
+            _advanced_epsilon(loss.epsilon, int(k), delta_slack)):
+        return compose(*([loss] * int(k)))  # advanced is far worse (large ε)
     advanced = compose_advanced(loss, k, delta_slack)  # validates k
     basic = compose(*([loss] * int(k)))
     return advanced if advanced.epsilon < basic.epsilon else basic

@@ -50,10 +50,17 @@ def _check_stop_probability(stop_probability):
     return gamma
 
 
+def _log1p_exp(x):
+    """``ln(1 + e^x)`` without overflow (``e^x`` overflows from x ≈ 709.8)."""
+    if x > 700.0:
+        return x + math.log1p(math.exp(-x))
+    return math.log1p(math.exp(x))
+
+
 def _capped_delta(epsilon, gamma, max_iter):
     """``min(1, (1 + e^ε)(1 − γ)^L)``, computed in log space."""
     log_tv = max_iter * math.log1p(-gamma) if gamma < 1 else -math.inf
-    return math.exp(min(0.0, math.log1p(math.exp(epsilon)) + log_tv))
+    return math.exp(min(0.0, _log1p_exp(epsilon) + log_tv))
 
 
 def random_stopping_call_budget(epsilon):
@@ -165,7 +172,7 @@ def random_stopping_max_iter(epsilon, stop_probability, delta):
         raise ValueError(f"delta must be in (0, 1), got {delta!r}.")
     if gamma == 1:
         return 1
-    need = math.log1p(math.exp(epsilon)) - math.log(delta)  # > 0
+    need = _log1p_exp(epsilon) - math.log(delta)  # > 0
     max_iter = max(1, math.ceil(need / -math.log1p(-gamma)))
     # Guard the rounding of the logarithms: the cap must meet δ exactly.
     while _capped_delta(epsilon, gamma, max_iter) > delta:
