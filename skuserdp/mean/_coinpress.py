@@ -62,6 +62,11 @@ from ._clip_noise import clip_noise_from_plan, plan_clip_noise
 __all__ = ["CoinPressPlan", "plan_coinpress", "coinpress_mean",
            "CoinPressMeanEstimator"]
 
+#: largest number of centre releases: each is a pass over the users at a
+#: 1/n_steps share of the budget (CoinPress needs about log of the box's
+#: ratio to the spread), so more is refused before any work
+MAX_STEPS = 1000
+
 
 @dataclass(frozen=True)
 class CoinPressPlan:
@@ -120,8 +125,8 @@ def plan_coinpress(n_users, n_features, *, budget, n_steps=8, final_share=0.75,
     budget : ZCDP
         Total budget ``ρ``.
     n_steps : int, default=8
-        Number of centre releases, ``>= 1``: ``n_steps − 1`` shrinking steps
-        and a last release.
+        Number of centre releases, in ``[1, MAX_STEPS]`` (1000):
+        ``n_steps − 1`` shrinking steps and a last release.
     final_share : float, default=0.75
         Share of ``ρ`` of the last release, in ``(0, 1]`` (``1`` only when
         ``n_steps == 1``). The rest is split equally between the shrinking
@@ -153,8 +158,10 @@ def plan_coinpress(n_users, n_features, *, budget, n_steps=8, final_share=0.75,
     if not isinstance(budget, ZCDP):
         raise TypeError("budget must be a ZCDP loss.")
     n_steps = int(n_steps)
-    if n_steps < 1:
-        raise ValueError(f"n_steps must be >= 1, got {n_steps}.")
+    if not 1 <= n_steps <= MAX_STEPS:
+        raise ValueError(
+            f"n_steps must be in [1, {MAX_STEPS}] (MAX_STEPS: each step is a pass "
+            f"over the users with a 1/n_steps share of the budget), got {n_steps}.")
     if not 0 < final_share <= 1:
         raise ValueError(f"final_share must be in (0, 1], got {final_share!r}.")
     if n_steps > 1 and final_share == 1:
@@ -320,7 +327,8 @@ class CoinPressMeanEstimator(UserLevelMeanEstimator):
         spread is estimated privately at every step (a one-dimensional
         release of the users' mean distance to the new centre).
     n_steps : int, default=8
-        Number of centre releases (``n_steps − 1`` shrinking steps).
+        Number of centre releases (``n_steps − 1`` shrinking steps), at most
+        ``MAX_STEPS`` (1000).
     final_share : float, default=0.75
         Share of the zCDP budget of the last release; the rest is split
         equally between the shrinking steps.
@@ -423,7 +431,7 @@ class CoinPressMeanEstimator(UserLevelMeanEstimator):
         "delta": [Interval(Real, 0, 1, closed="neither")],
         **BOUNDS_CONSTRAINTS,
         "radius": [None, Interval(Real, 0, None, closed="neither")],
-        "n_steps": [Interval(Integral, 1, None, closed="left")],
+        "n_steps": [Interval(Integral, 1, MAX_STEPS, closed="both")],
         "final_share": [Interval(Real, 0, 1, closed="right")],
         "spread_share": [Interval(Real, 0, 1, closed="neither")],
         "scale_factor": [Interval(Real, 1, None, closed="left")],
@@ -458,7 +466,7 @@ class CoinPressMeanEstimator(UserLevelMeanEstimator):
         n, d = U.shape
         # the first ball: around the box's midpoint, through its corners
         center = budget.midpoint
-        radius0 = float(np.linalg.norm(budget.half_width))
+        radius0 = budget.half_diagonal
         plan = plan_coinpress(
             n, d, budget=ZCDP(zcdp_rho_for(budget.epsilon, budget.delta)),
             n_steps=self.n_steps, final_share=self.final_share,

@@ -100,6 +100,11 @@ MEDIAN_COPY_ALPHA = 0.1
 MAX_COPIES = 99
 # Output grid: 2^-GRID_BITS of the ball radius (floating-point hygiene).
 GRID_BITS = 20
+#: Cap on the worst-case expected work of one sampler run, in distance
+#: terms (mean number of rounds N × n_users × n_features; about 1 ns each,
+#: so a few minutes): a plan above it (e.g. from a tiny alpha, N ∝ 1/alpha)
+#: is refused before the loop.
+MAX_SAMPLER_WORK = 1e11
 
 
 def robust_cap(robustness):
@@ -291,6 +296,11 @@ def plan_ball_sampler(n_users, n_features, *, radius, epsilon, delta, alpha=0.1,
     beta = robust_cap(robustness)[0]
     eps_a, delta_a = calibrate_ball_sampler(epsilon, delta, calibration=calibration)
     c = max(math.sqrt(d), 2.0)
+    if not math.isfinite(c * float(radius)):
+        raise ValueError(
+            f"radius {float(radius):.3g} is too large: the sampler's balls of radius "
+            f"max(√d, 2)·radius exceed the float64 range (about 1.8e308). Rescale "
+            "the data (and the radius).")
     accept = beta / 2.0
     a_max = _max_acceptance(n, eps_a, beta, accept)
     if a_max > 0.5:  # P0: lower the common constant, never clip per point
@@ -380,6 +390,33 @@ def _uniform_in_balls(centers, radius, rng):
     return centers + z * scale[:, None]
 
 
+def check_sampler_work(plan):
+    """Refuse a :class:`BallPlan` whose expected run time is absurd.
+
+    The number of rounds is geometric with mean up to ``plan.n_rounds`` (it
+    is reached when the points are spread), each round a pass over the
+    ``n_users × n_features`` points; ``n_rounds`` grows as 1/alpha.
+
+    Parameters
+    ----------
+    plan : BallPlan
+        A sampler plan (public values only).
+
+    Raises
+    ------
+    ValueError
+        When ``n_rounds · n_users · n_features > MAX_SAMPLER_WORK``.
+    """
+    work = plan.n_rounds * plan.n_users * plan.n_features
+    if work > MAX_SAMPLER_WORK:
+        raise ValueError(
+            f"the ball sampler's plan needs up to {plan.n_rounds:.3g} rounds on "
+            f"average, each over {plan.n_users} x {plan.n_features} values: "
+            f"{work:.3g} > MAX_SAMPLER_WORK = {MAX_SAMPLER_WORK:.0e}, hours of run "
+            "time. The rounds grow as 1/alpha: use a larger alpha (e.g. 0.1), or "
+            "method='median'.")
+
+
 def ball_sampler(points, plan, random_state=None):
     """One run of the ball sampler (EMN Algorithm 1).
 
@@ -401,6 +438,13 @@ def ball_sampler(points, plan, random_state=None):
     outcome : {"point", "G1", "G2"}
         What was released (part of the private output).
 
+    Raises
+    ------
+    ValueError
+        Before any round, when the plan's worst-case expected work
+        ``n_rounds · n_users · n_features`` exceeds ``MAX_SAMPLER_WORK``
+        (1e11): the run could take hours (``n_rounds`` grows as 1/alpha).
+
     Examples
     --------
     >>> import numpy as np
@@ -418,6 +462,7 @@ def ball_sampler(points, plan, random_state=None):
             f"points must have shape ({plan.n_users}, {plan.n_features}) to match "
             f"the plan, got {X.shape}."
         )
+    check_sampler_work(plan)
     rng = generator_from(make_seed_sequence(random_state))
     R, beta_n = plan.ball_radius, plan.cap_fraction * n
     log_garbage = math.log(4.0 / plan.delta_a)

@@ -34,7 +34,7 @@ import warnings
 from typing import NamedTuple
 
 import numpy as np
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import _num_samples, check_is_fitted
 
 from ..exceptions import AccuracyWarning, ItemLevelPrivacyWarning
 from ..mean import WinsorizedPlan, plan_winsorized_mean, winsorized_mean_from_plan
@@ -60,6 +60,10 @@ __all__ = [
 
 TAU_RULES = ("auto", "paper")
 LOSSES = ("squared_error", "log_loss")
+#: cap on the expected number of releases ``5K/alpha`` of a selection (each
+#: a pass over the users): a smaller alpha would run for days, so it is
+#: refused before any work
+MAX_EXPECTED_RELEASES = 10 ** 6
 
 
 class SelectionResult(NamedTuple):
@@ -153,6 +157,19 @@ def _check_alpha(alpha):
     return alpha
 
 
+def _check_expected_releases(n_candidates, alpha):
+    """Refuse a stopping probability whose expected loop is absurdly long."""
+    expected = 5.0 * n_candidates / alpha
+    if expected > MAX_EXPECTED_RELEASES:
+        raise ValueError(
+            f"alpha={alpha!r} with {n_candidates} candidate(s) means "
+            f"5K/alpha = {expected:.3g} expected releases, above the cap "
+            f"MAX_EXPECTED_RELEASES = {MAX_EXPECTED_RELEASES:.0e} (each release "
+            "is a pass over the users; the selection would run for days). Use "
+            f"alpha >= {5.0 * n_candidates / MAX_EXPECTED_RELEASES:.3g} or fewer "
+            "candidates.")
+
+
 def _check_count(value, name):
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise ValueError(f"{name} must be an int >= 1, got {value!r}.")
@@ -181,8 +198,15 @@ def _resolve_tau(tau, *, loss_bound, samples_per_user, n_candidates, n_users, al
     m = _check_count(samples_per_user, "samples_per_user")
     spread = math.sqrt(_log_term(n_candidates, n_users, alpha) / m)
     if tau == "paper":
-        return 0.5 * loss_bound * spread
-    return loss_bound * spread / math.sqrt(2.0)
+        tau = 0.5 * loss_bound * spread
+    else:
+        tau = loss_bound * spread / math.sqrt(2.0)
+    if not math.isfinite(tau):
+        raise ValueError(
+            f"loss_bound={loss_bound:.3g} is too large: the concentration radius "
+            "tau derived from it exceeds the float64 range. Use a smaller "
+            "loss_bound (in the units of the loss).")
+    return tau
 
 
 def _theorem6_horizon(n_candidates, alpha):
@@ -242,7 +266,10 @@ def private_selection(user_losses, *, epsilon, loss_bound, tau="auto",
         for ``tau="auto"`` or ``"paper"``; ignored for a float ``tau``.
     alpha : float, default=0.1
         Failure probability α in ``(0, 1]`` of Theorem 6's accuracy
-        guarantee. Sets the stopping probability ``γ = α/(5K)``.
+        guarantee. Sets the stopping probability ``γ = α/(5K)``; the
+        expected number of releases ``5K/α`` must not exceed
+        ``MAX_EXPECTED_RELEASES`` (10⁶), or a ``ValueError`` is raised
+        before any work.
     max_iter : int or "auto", default="auto"
         Cap on the number of releases. ``"auto"``: the smallest cap whose
         privacy cost ``(1 + e^ε)(1 − γ)^max_iter`` is at most ``cap_delta``;
@@ -269,8 +296,9 @@ def private_selection(user_losses, *, epsilon, loss_bound, tau="auto",
     ------
     ValueError
         On a wrong shape, non-numeric losses, ``epsilon <= 0``, a missing
-        ``samples_per_user`` with a τ rule, or a ``max_iter`` too small for
-        ``cap_delta``.
+        ``samples_per_user`` with a τ rule, a ``max_iter`` too small for
+        ``cap_delta``, or an ``alpha`` so small that ``5K/alpha`` exceeds
+        ``MAX_EXPECTED_RELEASES``.
 
     Warns
     -----
@@ -318,6 +346,7 @@ def private_selection(user_losses, *, epsilon, loss_bound, tau="auto",
     epsilon = check_positive_scalar(epsilon, "epsilon")
     B = check_positive_scalar(loss_bound, "loss_bound")
     alpha = _check_alpha(alpha)
+    _check_expected_releases(n_candidates, alpha)
     cap_delta = float(cap_delta)
     if not 0 < cap_delta < 1:
         raise ValueError(f"cap_delta must be in (0, 1), got {cap_delta!r}.")
@@ -517,7 +546,7 @@ def _user_losses(candidates, X, y, groups, loss, loss_bound):
     Per-row losses are projected onto ``[0, B]`` (NaN -> B) first: a
     per-row, hence per-user, step that costs no privacy.
     """
-    n_samples = getattr(X, "shape", (len(X),))[0]
+    n_samples = _num_samples(X)  # also sparse matrices, lists, DataFrames
     rows = np.empty((n_samples, len(candidates)))
     for k, est in enumerate(candidates):
         rows[:, k] = _row_losses(est, X, y, loss, n_samples)
@@ -554,8 +583,9 @@ def select_model_privately(candidates, X, y, *, groups, epsilon, loss_bound,
     candidates : list of fitted estimators
         The K candidates, at least one. Only ``predict`` (or
         ``predict_proba``) is called; they are not modified.
-    X : array-like of shape (n_samples, n_features)
-        Private validation rows. Not modified.
+    X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        Private validation rows, passed as they are to the candidates'
+        ``predict`` (or to ``loss``). Not modified.
     y : array-like of shape (n_samples,) or (n_samples, n_outputs)
         Targets (may be ``None`` for a callable ``loss`` that ignores it).
     groups : array-like of shape (n_samples,) or None
@@ -583,7 +613,8 @@ def select_model_privately(candidates, X, y, *, groups, epsilon, loss_bound,
         :func:`private_selection`.
     alpha : float, default=0.1
         Failure probability of the accuracy guarantee; the expected number
-        of releases is ``5K/alpha``.
+        of releases is ``5K/alpha``, at most 10⁶ (``ValueError`` otherwise,
+        before any candidate predicts).
     calibration : {"tight", "paper"}, default="tight"
         Plan of the releases, see :func:`private_selection`.
     {random_state}
@@ -633,7 +664,9 @@ def select_model_privately(candidates, X, y, *, groups, epsilon, loss_bound,
     if not (callable(loss) or (isinstance(loss, str) and loss in LOSSES)):
         raise ValueError(f"loss must be one of {LOSSES} or a callable, got {loss!r}.")
     B = check_positive_scalar(loss_bound, "loss_bound")
-    n_samples = getattr(X, "shape", (len(X),))[0]
+    # checked before any candidate predicts (the loop's length is public)
+    _check_expected_releases(len(candidates), _check_alpha(alpha))
+    n_samples = _num_samples(X)  # also sparse matrices, lists, DataFrames
     if y is not None and len(y) != n_samples:
         raise ValueError(
             f"X has {n_samples} rows but y has {len(y)}; pass one target per row."
