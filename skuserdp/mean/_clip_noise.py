@@ -166,7 +166,11 @@ class ClipNoisePlan:
     @property
     def noise_variance(self):
         """Variance bound of the noise of one coordinate of the mean."""
-        return (self.noise.std * self.grid / self.n_users) ** 2
+        sd = self.noise.std * self.grid / self.n_users
+        try:
+            return sd ** 2
+        except OverflowError:  # radii near the float64 limit
+            return math.inf
 
 
 def plan_clip_noise(n_users, n_features, *, budget, radius, calibration="tight"):
@@ -202,6 +206,11 @@ def plan_clip_noise(n_users, n_features, *, budget, radius, calibration="tight")
     radius = check_positive_scalar(radius, "radius")
     if isinstance(budget, PureDP):
         norm, ball = "l1", radius * math.sqrt(n_features)
+        if not math.isfinite(ball):
+            raise ValueError(
+                f"radius={radius:.3g} is too large for pure DP in {n_features} "
+                "dimension(s): its ℓ1 clipping ball, of radius radius·√n_features, "
+                "exceeds the float64 range (about 1.8e308). Use a smaller radius.")
     else:
         norm, ball = "l2", radius
     grid = choose_grid(ball, n_features, n_users, norm)
@@ -393,8 +402,7 @@ class ClipNoiseMeanEstimator(UserLevelMeanEstimator):
         d = U.shape[1]
         center = (budget.midpoint if self.center is None
                   else check_center(self.center, d))
-        radius = (float(np.linalg.norm(budget.half_width)) if self.radius is None
-                  else self.radius)
+        radius = budget.half_diagonal if self.radius is None else self.radius
         mean, plan = _clip_noise_mean(
             U,
             epsilon=budget.epsilon,

@@ -195,6 +195,11 @@ def few_users_mean(user_means, *, epsilon, delta, radius, samples_per_user=None,
         # concentration (Markov + binomial).
         r, concentration_failure = user_radius(radius, samples_per_user, n, robustness)
         alpha_item = alpha / 2.0
+        if not math.isfinite(r):
+            raise ValueError(
+                f"radius={radius:.3g} is too large: the users' radius 10·radius/"
+                "√samples_per_user exceeds the float64 range (about 1.8e308). "
+                "Rescale the data (and the radius).")
     name, plan = _plans(n, d, r, epsilon, delta, alpha_item, robustness, calibration,
                         method)
     if name == "ball":
@@ -247,7 +252,9 @@ class FewUsersBallEstimator(UserLevelMeanEstimator):
     alpha : float, default=0.1
         Target failure probability; sets the mean number of rounds (run
         time) and the number of copies of Algorithm 2. Privacy never depends
-        on it.
+        on it. A plan whose mean rounds × users × features exceed
+        ``MAX_SAMPLER_WORK`` (1e11, :mod:`skuserdp.mean._few_users`) is
+        refused with a ``ValueError`` before sampling.
     robustness : float, default=0.25
         κ in ``(0, 1/2)``: the fraction of users an adversary may replace
         (after seeing the data) without breaking the accuracy guarantee. The

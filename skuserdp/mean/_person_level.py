@@ -137,7 +137,17 @@ def fine_radius_1d(n_fine, epsilon, *, moment_order, moment_bound, samples_per_u
 
 def range_coarse_bins(bound, width):
     """Bins of the pure coarse step: width r over ``[−R − 2r, R + 2r]``."""
-    return math.ceil(2.0 * (float(bound) + 2.0 * width) / width)
+    bound, width = float(bound), float(width)
+    if not math.isfinite(width):
+        raise ValueError(
+            f"the coarse step's bin width is {width!r}: moment_bound is too large "
+            "for float64 arithmetic. Rescale the data (and its bounds).")
+    bins = 2.0 * (bound + 2.0 * width) / width
+    if not math.isfinite(bins):
+        raise ValueError(
+            f"the public bound {bound:.3g} spans more than 1e308 coarse bins of width "
+            f"{width:.3g}: declare tighter bounds (in the units of the data).")
+    return math.ceil(bins)
 
 
 def range_coarse_failure(n_coarse, epsilon, n_bins):

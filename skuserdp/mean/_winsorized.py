@@ -195,7 +195,11 @@ class WinsorizedPlan:
     @property
     def noise_variance(self):
         """Variance of the noise of one (rotated) coordinate of the mean."""
-        return (self.noise.std * self.grid / self.n_users) ** 2
+        sd = self.noise.std * self.grid / self.n_users
+        try:
+            return sd ** 2
+        except OverflowError:  # radii near the float64 limit
+            return math.inf
 
     @property
     def range_failure_bound(self):
@@ -364,6 +368,11 @@ def plan_winsorized_mean(n_users, n_features, *, tau, value_range, budget,
     d_pad = 1 if n_features == 1 else padded_dimension(n_features)
     tau_coord = _coordinate_scale(tau, n_users, d_pad, gamma, calibration)
     w, h, n_bins = _layout(tau_coord, value_range, calibration)
+    if not (math.isfinite(w) and math.isfinite(h)):
+        raise ValueError(
+            f"tau={tau:.3g} is too large: the release window (a few times tau per "
+            "coordinate) exceeds the float64 range (about 1.8e308). Use a smaller "
+            "tau.")
     base = dict(n_users=n_users, n_features=n_features, n_padded=d_pad,
                 value_range=value_range, tau=tau, tau_coord=tau_coord,
                 bin_width=w, halfwidth=h, n_bins=n_bins, gamma=gamma)

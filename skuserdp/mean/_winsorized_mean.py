@@ -29,6 +29,7 @@ from ..privacy import (
     zcdp_rho_for,
 )
 from ..utils._docstrings import fill_doc
+from ..utils._numeric import stable_norm
 from ..utils._random import generator_from, make_seed_sequence
 from ..utils._validation import check_bound
 from ._concentration import (
@@ -43,6 +44,16 @@ from ._winsorized import plan_winsorized_mean, winsorized_mean_from_plan
 __all__ = ["winsorized_mean", "answer_adaptive_queries", "WinsorizedMeanEstimator"]
 
 TAU_RULES = ("auto", "bounded", "sub_gaussian")
+
+
+def _value_range(b):
+    """ℓ2 norm of the half-widths ``b`` (overflow-safe; clear error if huge)."""
+    value_range = stable_norm(b)
+    if not math.isfinite(value_range):
+        raise ValueError(
+            "bound is too wide: the ℓ2 norm of the box's half-widths exceeds the "
+            "float64 range (about 1.8e308). Declare tighter bounds.")
+    return value_range
 
 
 def _budget(epsilon, delta):
@@ -107,7 +118,7 @@ def _winsorized_mean(user_means, *, epsilon, delta, tau, bound, samples_per_user
         raise ValueError(f"user_means must be 2-d, got shape {U.shape}.")
     n_users, n_features = U.shape
     b = check_bound(bound, n_features)
-    value_range = float(np.linalg.norm(b))
+    value_range = _value_range(b)
     U = np.clip(U, -b, b)  # per-user projection onto the public box: free
     if not 0 < tau_share < 1:
         raise ValueError(f"tau_share must be in (0, 1), got {tau_share!r}.")
@@ -290,7 +301,7 @@ def answer_adaptive_queries(query, n_queries, *, n_users, n_features, epsilon,
     if n_queries < 1:
         raise ValueError(f"n_queries must be >= 1, got {n_queries}.")
     b = check_bound(bound, int(n_features))
-    value_range = float(np.linalg.norm(b))
+    value_range = _value_range(b)
     per_query = adaptive_query_budget(epsilon, delta, n_queries,
                                       calibration=calibration)
     plan = plan_winsorized_mean(n_users, n_features, tau=tau, value_range=value_range,
