@@ -46,6 +46,7 @@ from ..privacy import (
     random_stopping_privacy,
 )
 from ..users import user_means
+from ..users._groups import check_groups_alignment
 from ..utils._docstrings import fill_doc
 from ..utils._random import generator_from, make_seed_sequence
 from ..utils._validation import check_positive_scalar
@@ -673,6 +674,7 @@ def select_model_privately(candidates, X, y, *, groups, epsilon, loss_bound,
         )
     if y is None and not callable(loss):
         raise ValueError(f"loss={loss!r} needs y.")
+    check_groups_alignment(groups, X)
     if groups is None:
         warnings.warn(
             "select_model_privately got groups=None: every row is treated as its "

@@ -213,3 +213,16 @@ def test_pandas_groups_with_another_index_than_x_are_refused():
     user_means(X, shuffled.to_numpy())
     user_means(X, list(shuffled))
     user_means(X.to_numpy(), shuffled)  # X without an index: by position
+
+
+def test_select_model_privately_refuses_misaligned_pandas_groups():
+    pd = pytest.importorskip("pandas")
+    from sklearn.dummy import DummyRegressor
+    from skuserdp.model_selection import select_model_privately
+    X = pd.DataFrame({"a": np.arange(8.0)}, index=np.arange(8) + 100)
+    y = pd.Series(np.arange(8.0), index=X.index)
+    models = [DummyRegressor().fit(X, y), DummyRegressor(strategy="median").fit(X, y)]
+    groups = pd.Series(np.repeat(["u", "v", "w", "x"], 2), index=X.index[::-1])
+    with pytest.raises(ValueError, match="index differs"):
+        select_model_privately(models, X, y, groups=groups, epsilon=1.0,
+                               loss_bound=100.0, random_state=0)
