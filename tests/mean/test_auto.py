@@ -212,10 +212,53 @@ def test_audit_clip_noise_path():
 
 
 @pytest.mark.slow
-def test_audit_coinpress_path():
-    X, g, Xp, gp = worst_case_mean_neighbours(400, 2, radius=1.0, rows_per_user=2)
-    est = UserMeanEstimator(epsilon=0.9, delta=1e-6, bounds=(-1.0, 1.0))
+def test_audit_coinpress_path(monkeypatch):
+    # The same design as tests/mean/test_coinpress.py::test_audit_default_steps
+    # (whose helpers are copied here): 400 users, all at 0 but one, who sits
+    # at -100 e1 (X) or +100 e1 (X'), outside every ball, so every release
+    # moves by its full sensitivity; the statistic reads every centre release
+    # (the privacy loss covers the whole transcript). Its power is shown by
+    # the positive control below (4x too little noise caught with the same
+    # runs). The delegation test above shows that this estimator's output is
+    # CoinPressMeanEstimator's, bit for bit; this audit adds the dispatch.
+    import skuserdp.mean._clip_noise as cn
+    import skuserdp.mean._coinpress as cp
+    from skuserdp.mechanisms import DiscreteGaussianNoise
+
+    n, d = 400, 2
+    g = np.repeat(np.arange(n), 2)
+    X = np.zeros((2 * n, d))
+    Xp = X.copy()
+    X[:2, 0], Xp[:2, 0] = -100.0, 100.0
+    terms = []
+    real_run = cp.clip_noise_from_plan
+
+    def run(U, plan, **kw):
+        out = real_run(U, plan, **kw)
+        if U.shape[1] == d:  # a centre release (not a 1-d spread release)
+            c = np.asarray(kw["center"], dtype=float)
+            norm = np.linalg.norm(c)
+            shrink = 1.0 if norm <= plan.radius else plan.radius / norm
+            resid = out[0] - c[0] + (n - 1) / n * c[0] * shrink
+            terms.append(plan.radius / plan.noise_variance * resid)
+        return out
+
+    def statistic(est):
+        value = float(sum(terms))
+        terms.clear()
+        return value
+
+    monkeypatch.setattr(cp, "clip_noise_from_plan", run)
+    est = UserMeanEstimator(epsilon=0.9, delta=1e-3, bounds=(-1.0, 1.0))
     assert est.fit(X, groups=g).method_ == "coinpress"
-    res = audit_estimator(est, X, Xp, groups=g, groups_prime=gp, n_runs=10000,
-                          random_state=2)
+    terms.clear()
+    kw = dict(groups=g, groups_prime=g, statistic=statistic, n_runs=1500,
+              random_state=2, n_jobs=1)
+    res = audit_estimator(est, X, Xp, **kw)
     assert not res.violation, str(res)
+    real_rho = cn.calibrate_discrete_gaussian_rho
+    monkeypatch.setattr(
+        cn, "calibrate_discrete_gaussian_rho",
+        lambda *a, **k: DiscreteGaussianNoise(real_rho(*a, **k).sigma2 / 16.0))
+    bad = audit_estimator(est, X, Xp, epsilon_claimed=est.epsilon, **kw)
+    assert bad.violation, str(bad)

@@ -270,15 +270,91 @@ def test_audit_passes_correct_and_flags_broken_d1(monkeypatch):
     assert bad.violation, str(bad)
 
 
+def _far_user_pair(n_users, n_features, far=100.0):
+    """The other users at the box's midpoint 0; the first one at -far e1 (X)
+    or +far e1 (X'), two rows each (replace-one neighbours).
+
+    The moved user lies outside every ball CoinPress clips to (radii <= the
+    box's half-diagonal here, or the declared spread's tail radius, far
+    below 100), so in every centre release and in the last one it is clipped
+    to the ball's edge on opposite sides in X and X': the release moves by
+    its full sensitivity 2 r_k / n at every step. (On
+    worst_case_mean_neighbours the ball shrinks around the majority and the
+    moved user contributes a fraction of that, which left the 8-step audit
+    inconclusive: a 4x-too-small noise reached only eps_lb 0.175.)
+    """
+    g = np.repeat(np.arange(n_users), 2)
+    X = np.zeros((2 * n_users, n_features))
+    Xp = X.copy()
+    X[:2, 0], Xp[:2, 0] = -far, far
+    return X, g, Xp, g.copy()
+
+
+class _Transcript:
+    """Audit statistic that sees every centre release, not only ``mean_``.
+
+    The privacy loss CoinPress accounts (``plan.loss``, the composition of
+    every step) covers the whole transcript of its releases, so any function
+    of that transcript is a valid audit statistic; ``mean_`` alone carries
+    only the last release's share. For each ``d``-dimensional release k
+    (centre steps and the last one; the 1-d spread releases do not move on
+    this pair) with centre c_k, radius r_k and noise variance s_k^2 (public:
+    functions of earlier releases), the residual is the release minus c_k
+    and minus the clipped contributions of the users at 0 (known to the
+    auditor, the same in X and X'): r_k/n e1 (X') or -r_k/n e1 (X) plus
+    noise. The statistic is the Gaussian log-likelihood-ratio weighting
+    sum_k r_k / s_k^2 * residual_k[0]. Fits must run in this process
+    (``n_jobs=1``).
+    """
+
+    def __init__(self, monkeypatch, n_features):
+        self.n_features, self.terms = n_features, []
+        self.real = cp.clip_noise_from_plan
+        monkeypatch.setattr(cp, "clip_noise_from_plan", self._run)
+
+    def _run(self, U, plan, **kw):
+        out = self.real(U, plan, **kw)
+        if U.shape[1] == self.n_features:
+            n = U.shape[0]
+            c = np.asarray(kw["center"], dtype=float)
+            norm = np.linalg.norm(c)
+            shrink = 1.0 if norm <= plan.radius else plan.radius / norm
+            # users at 0 contribute clip(0 - c) = -c * shrink each
+            resid = out[0] - c[0] + (n - 1) / n * c[0] * shrink
+            self.terms.append(plan.radius / plan.noise_variance * resid)
+        return out
+
+    def __call__(self, estimator):
+        value, self.terms = float(sum(self.terms)), []
+        return value
+
+
+CP_AUDIT_RUNS = 1500
+
+
+# The 8-step audits use delta = 1e-3: the same code path as 1e-6 (rho from
+# (eps, delta), then the same plan), but with eps = 0.9 at delta = 1e-6 most
+# of eps sits in tails that a few thousand runs cannot resolve, and a 4x
+# noise bug then goes unseen; at 1e-3 it is caught (positive control below).
 @pytest.mark.slow
 @pytest.mark.parametrize("radius", [None, 0.5])
-def test_audit_default_steps(radius):
-    X, g, Xp, gp = worst_case_mean_neighbours(20, 4, radius=1.0, rows_per_user=2)
-    est = CoinPressMeanEstimator(epsilon=0.9, delta=1e-6, bounds=(-1.0, 1.0),
+def test_audit_default_steps(radius, monkeypatch):
+    # 400 users: enough for the balls to shrink (with 20 they never do, and
+    # with a declared spread they grow past any user). Measured eps_lb
+    # (random_state=1): see the commit message.
+    X, g, Xp, gp = _far_user_pair(400, 4)
+    est = CoinPressMeanEstimator(epsilon=0.9, delta=1e-3, bounds=(-1.0, 1.0),
                                  radius=radius)
-    res = audit_estimator(est, X, Xp, groups=g, groups_prime=gp, n_runs=10000,
-                          random_state=1)
+    assert est.get_params()["n_steps"] == 8
+    statistic = _Transcript(monkeypatch, 4)
+    kw = dict(groups=g, groups_prime=gp, statistic=statistic,
+              n_runs=CP_AUDIT_RUNS, random_state=1, n_jobs=1)
+    res = audit_estimator(est, X, Xp, **kw)
     assert not res.violation, str(res)
+    # Positive control: every release's noise 4x too small, same design.
+    _broken(monkeypatch, 4.0)
+    bad = audit_estimator(est, X, Xp, epsilon_claimed=est.epsilon, **kw)
+    assert bad.violation, str(bad)
 
 
 def test_centres_and_output_are_projected_onto_the_public_box(monkeypatch):
