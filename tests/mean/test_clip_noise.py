@@ -225,13 +225,49 @@ def test_audit_passes_correct_and_flags_broken_d1(delta, monkeypatch):
     assert bad.violation, str(bad)
 
 
+def _far_user_pair(n_users, n_features, far=100.0):
+    """The other users at the centre 0; the first one at -far e1 (X) or at
+    +far e1 (X'), two rows each.
+
+    The moved user lies outside the clipping ball in both datasets and is
+    clipped to its edge on opposite sides, so the clipped mean moves along e1
+    by the full sensitivity for either norm: 2 r / n for the l2 ball of the
+    Gaussian release and 2 r sqrt(d) / n for the l1 ball of the Laplace
+    release (radius r sqrt(d)). (worst_case_mean_neighbours moves a user by
+    2 r only, which is a third of the l1 sensitivity in d = 8.)
+    """
+    g = np.repeat(np.arange(n_users), 2)
+    X = np.zeros((2 * n_users, n_features))
+    Xp = X.copy()
+    X[:2, 0], Xp[:2, 0] = -far, far
+    return X, g, Xp, g.copy()
+
+
+# d = 8, eps = 0.9, far-user pair, 4000 / 1000 runs (was 20000, without a
+# control). Gaussian: the shift is the full l2 sensitivity, as in d = 1. It is
+# audited at delta = 1e-3 (was 1e-6; the same code path: sigma from (eps,
+# delta) by either calibration): at 1e-6 most of eps sits in tails that a few
+# thousand runs cannot resolve, and noise 4x too small went unseen with 4000
+# runs (eps_lb 0.79 tight, 0.65 paper); at 1e-3 it must be caught. Laplace
+# (delta = 0): the shift is the full l1 sensitivity along one coordinate,
+# where the Laplace likelihood ratio reaches e^eps in the tails; noise 2x too
+# small (true eps 1.8) must be caught. Measured eps_lb: commit message.
+AUDIT_D8 = {1e-3: (4000, 4.0), 0.0: (1000, 2.0)}
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("delta", [1e-6, 0.0])
+@pytest.mark.parametrize("delta", [1e-3, 0.0])
 @pytest.mark.parametrize("calibration", ["tight", "paper"])
-def test_audit_d8(delta, calibration):
-    X, g, Xp, gp = worst_case_mean_neighbours(5, 8, radius=1.0, rows_per_user=2)
+def test_audit_d8(delta, calibration, monkeypatch):
+    n_runs, factor = AUDIT_D8[delta]
+    X, g, Xp, gp = _far_user_pair(5, 8)
     est = ClipNoiseMeanEstimator(epsilon=0.9, delta=delta, radius=1.0,
                                  calibration=calibration, center=0.0)
-    res = audit_estimator(est, X, Xp, groups=g, groups_prime=gp, n_runs=20000,
+    res = audit_estimator(est, X, Xp, groups=g, groups_prime=gp, n_runs=n_runs,
                           random_state=1)
     assert not res.violation, str(res)
+    # Positive control on the same pair, statistic and run count.
+    _broken(monkeypatch, factor)
+    bad = audit_estimator(est, X, Xp, groups=g, groups_prime=gp, n_runs=n_runs,
+                          epsilon_claimed=est.epsilon, random_state=1)
+    assert bad.violation, str(bad)
