@@ -106,7 +106,7 @@ from skuserdp.mean._few_users import (
     plan_interpolation,
     plan_median_of_balls,
 )
-from skuserdp.mean._few_users_mean import user_radius
+from skuserdp.mean._few_users import user_radius
 from skuserdp.privacy import ApproxDP
 from skuserdp.privacy._conversion import report_spend
 

@@ -15,13 +15,15 @@ from ._coinpress import (
     plan_coinpress,
 )
 from ._discrete import DiscreteDistributionEstimator
-from ._threaded import ThreadedClipNoiseEstimator
-from ._few_users_mean import FewUsersBallEstimator, few_users_mean
-from ._winsorized import WinsorizedPlan, plan_winsorized_mean, winsorized_mean_from_plan
-from ._winsorized_mean import (
+from ._few_users import FewUsersBallEstimator, few_users_mean
+from ._person_level import ThreadedClipNoiseEstimator
+from ._winsorized import (
     WinsorizedMeanEstimator,
+    WinsorizedPlan,
     answer_adaptive_queries,
+    plan_winsorized_mean,
     winsorized_mean,
+    winsorized_mean_from_plan,
 )
 
 __all__ = [

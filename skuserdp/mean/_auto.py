@@ -39,9 +39,9 @@ from ..privacy import ZCDP, zcdp_rho_for
 from ..utils._docstrings import fill_doc
 from ._clip_noise import ClipNoiseMeanEstimator, plan_clip_noise
 from ._coinpress import CoinPressMeanEstimator, plan_coinpress
-from ._few_users_mean import FewUsersBallEstimator
-from ._threaded import ThreadedClipNoiseEstimator
-from ._winsorized_mean import WinsorizedMeanEstimator
+from ._few_users import FewUsersBallEstimator
+from ._person_level import ThreadedClipNoiseEstimator
+from ._winsorized import WinsorizedMeanEstimator
 
 __all__ = ["UserMeanEstimator", "coinpress_shrink_ratio", "choose_mean_method"]
 

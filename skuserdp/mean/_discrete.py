@@ -33,9 +33,8 @@ from ..privacy._conversion import report_spend
 from ..users._groups import check_groups_alignment
 from ..utils._docstrings import fill_doc
 from ._concentration import tau_bounded_rows
-from ._few_users_mean import few_users_mean, user_radius
-from ._winsorized import plan_winsorized_mean
-from ._winsorized_mean import _winsorized_mean
+from ._few_users import few_users_mean, user_radius
+from ._winsorized import _winsorized_mean, plan_winsorized_mean
 
 __all__ = ["DiscreteDistributionEstimator", "project_to_simplex"]
 

@@ -27,7 +27,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-import skuserdp.mean._person_level_pure as pure
+import skuserdp.mean._person_level as pure
 import skuserdp.mechanisms._exponential as expo
 from skuserdp.exceptions import AccuracyWarning
 from skuserdp.mean import ThreadedClipNoiseEstimator
