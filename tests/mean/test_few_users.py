@@ -22,7 +22,6 @@ import pytest
 from scipy import special, stats
 
 import skuserdp.mean._few_users as fu
-import skuserdp.mean._few_users_mean as fum
 from skuserdp.exceptions import AccuracyWarning
 from skuserdp.mean import FewUsersBallEstimator, few_users_mean
 from skuserdp.mean._few_users import (
@@ -36,8 +35,8 @@ from skuserdp.mean._few_users import (
     plan_interpolation,
     plan_median_of_balls,
     robust_cap,
+    user_radius,
 )
-from skuserdp.mean._few_users_mean import user_radius
 from skuserdp.privacy import (
     advanced_composition_step,
     ball_sampler_max_rounds,
@@ -935,13 +934,13 @@ def test_non_finite_user_means_become_outliers_at_the_origin(monkeypatch):
     zeroed = U.copy()
     zeroed[[7, 9]] = 0.0
     seen = []
-    real = fum.ball_sampler
+    real = fu.ball_sampler
 
     def spy(points, plan, random_state=None):
         seen.append(np.array(points))
         return real(points, plan, random_state=random_state)
 
-    monkeypatch.setattr(fum, "ball_sampler", spy)
+    monkeypatch.setattr(fu, "ball_sampler", spy)
     a = few_users_mean(bad, epsilon=1.0, delta=1e-5, radius=0.1, random_state=3)
     b = few_users_mean(zeroed, epsilon=1.0, delta=1e-5, radius=0.1,
                        random_state=3)
@@ -1087,6 +1086,24 @@ def test_audit_flags_the_sampler_without_its_garbage_bucket(monkeypatch):
     assert res.violation, str(res)
 
 
+def _between_clusters_pair(d):
+    """100 users in two clusters of 50, 1e3 R apart (both below the cap 2n/3,
+    so each has probability ~1/2); one user moves from one to the other. The
+    two-cluster family attains the largest loss in the exact 1-D analysis (up
+    to ~2 eps_a < eps); here P[first cluster] drops from ~1/2 to
+    ~1/(1 + e^{2 eps_a})."""
+    n = 100
+    rng = np.random.default_rng(1)
+    R = 4.0
+    far = np.zeros(d)
+    far[0] = 1e3 * R
+    X = 0.5 * _unit_rows(rng, n, d)
+    X[50:] += far
+    Xp = X.copy()
+    Xp[0] += far
+    return X, Xp, np.arange(n), -far
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("pair", ["moved_far", "between_clusters"])
 def test_audit_d16_no_violation(pair):
@@ -1094,25 +1111,30 @@ def test_audit_d16_no_violation(pair):
     if pair == "moved_far":
         X, Xp, g, fallback = _moved_far_pair(n, d)
     else:
-        # 100 users in two clusters of 50, 1e3 R apart (both below the cap
-        # 2n/3, so each has probability ~1/2); one user moves from one to the
-        # other. The two-cluster family attains the largest loss in the exact
-        # 1-D analysis (up to ~2 eps_a < eps); here P[first cluster] drops
-        # from ~1/2 to ~1/(1 + e^{2 eps_a}).
-        n = 100
-        rng = np.random.default_rng(1)
-        R = 4.0
-        far = np.zeros(d)
-        far[0] = 1e3 * R
-        X = 0.5 * _unit_rows(rng, n, d)
-        X[50:] += far
-        Xp = X.copy()
-        Xp[0] += far
-        g, fallback = np.arange(n), -far
+        X, Xp, g, fallback = _between_clusters_pair(d)
     est = FewUsersBallEstimator(epsilon=1.0, delta=1e-6, radius=1.0, method="ball",
                                 fallback=fallback)
     res = audit_estimator(est, X, Xp, groups=g, groups_prime=g, n_runs=2500,
                           random_state=1, n_jobs=2)
+    assert not res.violation, str(res)
+
+
+@pytest.mark.slow
+def test_audit_d16_flags_the_sampler_without_its_garbage_bucket(monkeypatch):
+    # Positive control of the moved-far design in d = 16 (the d = 2 control
+    # above, in the dimension of the audit): without G1 the isolated moved
+    # user's ball is an output on X' and never on X.
+    monkeypatch.setattr(fu, "special", _NoGarbageSpecial("special"))
+    X, Xp, g, fallback = _moved_far_pair(10, 16)
+    est = FewUsersBallEstimator(epsilon=1.0, delta=1e-6, radius=1.0, method="ball",
+                                fallback=fallback)
+    res = audit_estimator(est, X, Xp, groups=g, groups_prime=g, n_runs=600,
+                          random_state=0, n_jobs=1)
+    assert res.violation, str(res)
+    # ... and the real sampler passes on the same pair and runs
+    monkeypatch.undo()
+    res = audit_estimator(est, X, Xp, groups=g, groups_prime=g, n_runs=600,
+                          random_state=0, n_jobs=1)
     assert not res.violation, str(res)
 
 

@@ -658,17 +658,34 @@ def test_audit_flags_a_broken_winsorized_mean(monkeypatch):
     assert res.violation, str(res)
 
 
+def _noise_too_small(monkeypatch, factor):
+    """Both noise calibrations of the winsorized release ``factor`` x too small."""
+    lap, sigma = wz.calibrate_discrete_laplace, wz.gaussian_sigma_for_rho
+    monkeypatch.setattr(wz, "calibrate_discrete_laplace", lambda *a, **k:
+                        DiscreteLaplaceNoise(lap(*a, **k).scale / factor))
+    monkeypatch.setattr(wz, "gaussian_sigma_for_rho",
+                        lambda *a, **k: sigma(*a, **k) / factor)
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("calibration", ["tight", "paper"])
 @pytest.mark.parametrize("delta", [0.0, 1e-6])
-def test_audit_d8(calibration, delta):
+@pytest.mark.parametrize("broken", [False, True])
+def test_audit_d8(delta, broken, monkeypatch):
     # The tight plan runs its range step in 8 dims from ~1000 users on
     # (tau = 0.2, eps = 1); with fewer it is the box (audited in d = 1).
-    n, tau = (5, 1.0) if calibration == "paper" else (1000, 0.2)
-    X, g, Xp, gp = worst_case_mean_neighbours(n, 8, radius=0.5, rows_per_user=2)
-    est = WinsorizedMeanEstimator(epsilon=1.0, delta=delta, tau=tau, bounds=(-1.0, 1.0),
-                                  calibration=calibration)
-    res = audit_estimator(est, X, Xp, groups=g, groups_prime=gp, n_runs=20000,
+    # The rotation spreads the moved user over 8 coordinates, so the audit
+    # has power only against gross errors: noise 20x too small is caught
+    # (eps_lb 1.5 and 2.8 with 2000 runs), 4x is not (0.04, 0.43; 20000 runs
+    # did not help). Fine errors are caught by the d = 1 audits above; the
+    # per-coordinate composition has exact tests. The "paper" plan in d = 8
+    # is not audited: no design found gave power even against 20x
+    # (eps_lb 0.0-0.67), which would make a test that cannot fail.
+    if broken:
+        _noise_too_small(monkeypatch, 20.0)
+    X, g, Xp, gp = worst_case_mean_neighbours(1000, 8, radius=0.5, rows_per_user=2)
+    est = WinsorizedMeanEstimator(epsilon=1.0, delta=delta, tau=0.2, bounds=(-1.0, 1.0),
+                                  calibration="tight")
+    res = audit_estimator(est, X, Xp, groups=g, groups_prime=gp, n_runs=2000,
                           random_state=1)
-    assert not res.violation, str(res)
+    assert res.violation == broken, str(res)
     assert not est.fit(X, groups=g).route_.startswith("box")
