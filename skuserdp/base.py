@@ -49,6 +49,13 @@ BOUNDS_SHARE_ZCDP, BOUNDS_SHARE_PURE = 0.1, 0.25
 __all__ = ["UserLevelMixin", "UserLevelMeanEstimator", "resolve_user_codes"]
 
 
+def accepts_bool(constraints):
+    """Whether a parameter's scikit-learn constraints allow a bool value
+    (``"boolean"``, ``"verbose"`` or ``bool``); numeric ones never do here."""
+    return any(c in ("boolean", "verbose") or c is bool
+               for c in constraints if isinstance(c, (str, type)))
+
+
 class UserLevelMixin:
     """Request ``groups`` in ``fit`` and ``score`` by default (metadata routing),
     and validate parameters more strictly than scikit-learn does.
@@ -67,15 +74,12 @@ class UserLevelMixin:
         name = type(self).__name__
         for param, constraints in self._parameter_constraints.items():
             value = getattr(self, param, None)
-            if isinstance(value, (bool, np.bool_)) and not any(
-                    c in ("boolean", "verbose") or c is bool for c in constraints
-                    if isinstance(c, (str, type))):
+            if isinstance(value, (bool, np.bool_)) and not accepts_bool(constraints):
                 raise InvalidParameterError(
                     f"The {param!r} parameter of {name} must be a number, not the "
                     f"bool {value!r}.")
-        n_jobs = getattr(self, "n_jobs", None)
-        if "n_jobs" in self._parameter_constraints and n_jobs == 0 and not isinstance(
-                n_jobs, bool):
+        # (a bool n_jobs was refused above: its constraints take no bool)
+        if "n_jobs" in self._parameter_constraints and self.n_jobs == 0:
             raise InvalidParameterError(
                 f"The 'n_jobs' parameter of {name} must be None, a positive int or "
                 "a negative int (-1 = all cores); got 0.")

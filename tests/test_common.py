@@ -13,6 +13,7 @@ import pytest
 from sklearn.base import clone, is_classifier, is_regressor
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
+from skuserdp.base import accepts_bool
 from skuserdp.exceptions import ItemLevelPrivacyWarning
 from skuserdp.linear_model import UserDPSGDRegressor
 from skuserdp.mean import ClipNoiseMeanEstimator
@@ -273,9 +274,7 @@ def _numeric_params(estimator):
     constraints = type(estimator)._parameter_constraints
     return [name for name, value in estimator.get_params(deep=False).items()
             if isinstance(value, numbers.Real) and not isinstance(value, bool)
-            and not any(c in ("boolean", "verbose") or c is bool
-                        for c in constraints.get(name, ())
-                        if isinstance(c, (str, type)))]
+            and not accepts_bool(constraints.get(name, ()))]
 
 
 @pytest.mark.parametrize("estimator", ESTIMATORS, ids=lambda e: type(e).__name__)

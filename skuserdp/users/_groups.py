@@ -55,9 +55,8 @@ def check_groups_alignment(groups, X):
     """
     g_index = getattr(groups, "index", None)
     x_index = getattr(X, "index", None)
-    if g_index is None or x_index is None or not hasattr(g_index, "equals"):
-        return
-    if callable(g_index) or callable(x_index):  # lists and arrays have .index()
+    # lists have an .index() method, not a pandas Index with .equals
+    if not (hasattr(g_index, "equals") and hasattr(x_index, "equals")):
         return
     if not g_index.equals(x_index):
         raise ValueError(
