@@ -27,6 +27,7 @@ import numpy as np
 
 from ..privacy import lattice_contribution_radius
 from ..privacy._sensitivity import _check_norm, _rounding_term
+from ..utils._numeric import TINY_NORM
 
 __all__ = ["choose_grid", "encode_contributions", "exact_sum", "round_to_grid"]
 
@@ -94,11 +95,6 @@ def _check_grid(grid):
     return grid
 
 
-#: ℓ2 norms below this are recomputed by :func:`_clip_rescaled` (their
-#: squares may have underflowed)
-_TINY_NORM = 2.0 ** -500
-
-
 def _clip_rescaled(D, radius, norm):
     """Radial clip of the finite rows ``D`` without overflow or underflow.
 
@@ -123,7 +119,7 @@ def _clip(D, radius, norm):
     with np.errstate(over="ignore", under="ignore"):
         if norm == "l2":
             norms = np.sqrt(np.einsum("ij,ij->i", D, D))
-            fragile = ~np.isfinite(norms) | ((norms < _TINY_NORM)
+            fragile = ~np.isfinite(norms) | ((norms < TINY_NORM)
                                              & (np.abs(D).max(axis=1) > 0))
         else:
             norms = np.abs(D).sum(axis=1)

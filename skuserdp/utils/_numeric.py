@@ -7,7 +7,7 @@ import numpy as np
 __all__ = ["stable_norm"]
 
 #: norms below this may have lost precision to underflowing squares
-_TINY = 2.0 ** -500
+TINY_NORM = 2.0 ** -500
 
 
 def stable_norm(vector):
@@ -38,7 +38,7 @@ def stable_norm(vector):
     v = np.asarray(vector, dtype=np.float64).ravel()
     with np.errstate(over="ignore", under="ignore"):
         norm = float(np.linalg.norm(v))
-    if math.isfinite(norm) and norm >= _TINY:
+    if math.isfinite(norm) and norm >= TINY_NORM:
         return norm
     top = float(np.abs(v).max(initial=0.0))
     if top == 0.0 or not math.isfinite(top):
