@@ -33,6 +33,8 @@ from .privacy._conversion import report_spend
 from .users import check_groups
 from .users._groups import check_groups_alignment
 from .users._aggregate import _means_by_code
+from .users._dask import dask_user_table as _dask_user_table
+from .users._dask import is_dask_collection
 from .utils._numeric import stable_norm
 from .utils._random import make_seed_sequence
 from .utils._validation import check_bounds
@@ -120,29 +122,86 @@ def resolve_user_codes(estimator, groups, n_samples, *, warn=True, stacklevel=5)
         User code ``0..n_users-1`` of every row.
     n_users : int
     """
-    name = type(estimator).__name__
     if groups is None:
         if warn:
-            warnings.warn(
-                f"{name}.fit got no groups: every row is treated as its own user, "
-                "so the guarantee is item-level, not user-level. Pass "
-                "groups=user_ids (and enable metadata routing inside "
-                "Pipeline/GridSearchCV).",
-                ItemLevelPrivacyWarning,
-                stacklevel=stacklevel,
-            )
+            warn_item_level(estimator, stacklevel=stacklevel)
         codes = np.arange(n_samples, dtype=np.intp)
         n_users = n_samples
     else:
         codes, labels = check_groups(groups, n_samples)
         n_users = labels.shape[0]
+    check_min_users(estimator, n_users, n_samples)
+    return codes, n_users
+
+
+def warn_item_level(estimator, stacklevel=5):
+    """The loud :class:`~skuserdp.exceptions.ItemLevelPrivacyWarning` of a
+    fit without ``groups``; ``stacklevel`` counts from the caller's frame."""
+    warnings.warn(
+        f"{type(estimator).__name__}.fit got no groups: every row is treated as "
+        "its own user, so the guarantee is item-level, not user-level. Pass "
+        "groups=user_ids (and enable metadata routing inside "
+        "Pipeline/GridSearchCV).",
+        ItemLevelPrivacyWarning,
+        stacklevel=stacklevel + 1,
+    )
+
+
+def warn_y_ignored(estimator, stacklevel=5):
+    """The loud :class:`~skuserdp.exceptions.YIgnoredWarning` of a mean
+    estimator given ``y`` but no ``groups`` (``fit(X, user_ids)``)."""
+    warnings.warn(
+        f"{type(estimator).__name__}.fit received y but no groups. Mean "
+        "estimators ignore y; if y holds user ids, call "
+        "fit(X, groups=user_ids). Each row is now treated as its own "
+        "user, so the guarantee is item-level, not user-level.",
+        YIgnoredWarning,
+        stacklevel=stacklevel + 1,
+    )
+
+
+def check_min_users(estimator, n_users, n_samples):
+    """Refuse a fit with fewer users than ``estimator._min_users``."""
     if n_users < estimator._min_users:
         raise ValueError(
-            f"{name} needs at least {estimator._min_users} users, got "
-            f"{n_users} user(s) (n_samples = {n_samples}). With one user the "
-            "output would be pure noise."
+            f"{type(estimator).__name__} needs at least {estimator._min_users} "
+            f"users, got {n_users} user(s) (n_samples = {n_samples}). With one "
+            "user the output would be pure noise."
         )
-    return codes, n_users
+
+
+def dask_user_table(estimator, X, y, groups, *, classes=None, check_meta=None,
+                    reset=True, warn=True, stacklevel=4):
+    """The per-user table of Dask input, with the checks of in-memory input.
+
+    Warns (``warn``) as in memory without ``groups`` (``stacklevel`` counts
+    from this function's frame; 4 points at the caller of ``fit``), sets
+    (``reset``) or checks ``n_features_in_``/``feature_names_in_`` from the
+    feature columns, and refuses too few users. See
+    :mod:`skuserdp.users._dask`.
+
+    Returns
+    -------
+    table : UserMeans
+        ``(means, counts, labels)`` in memory.
+    meta : object
+        Empty array or DataFrame of the feature columns (names, dtypes).
+    """
+    if not is_dask_collection(X):
+        raise ValueError(
+            "groups is a Dask collection but X is not: pass X as a Dask array "
+            "or DataFrame too, or both in memory.")
+    if groups is None and warn:
+        if y is not None:
+            warn_y_ignored(estimator, stacklevel)
+        else:
+            warn_item_level(estimator, stacklevel)
+    table, meta = _dask_user_table(X, groups, classes=classes,
+                                   check_meta=check_meta)
+    validate_data(estimator, meta, reset=reset, skip_check_array=True)
+    if reset:
+        check_min_users(estimator, table.means.shape[0], int(table.counts.sum()))
+    return table, meta
 
 
 def learn_box(name, U, release_epsilon, random_state, stacklevel=5):
@@ -317,14 +376,7 @@ class UserLevelMeanEstimator(UserLevelMixin, BaseEstimator):
     def _resolve_groups(self, y, groups, n_samples):
         """Map ``groups`` to user codes (warning loudly without them)."""
         if groups is None and y is not None:
-            warnings.warn(
-                f"{type(self).__name__}.fit received y but no groups. Mean "
-                "estimators ignore y; if y holds user ids, call "
-                "fit(X, groups=user_ids). Each row is now treated as its own "
-                "user, so the guarantee is item-level, not user-level.",
-                YIgnoredWarning,
-                stacklevel=5,
-            )
+            warn_y_ignored(self, stacklevel=5)
             return resolve_user_codes(self, None, n_samples, warn=False)
         return resolve_user_codes(self, groups, n_samples, stacklevel=6)
 
@@ -351,8 +403,12 @@ class UserLevelMeanEstimator(UserLevelMixin, BaseEstimator):
         self : object
             The fitted estimator.
         """
-        X, codes, n_users = self._validate_fit_input(X, y, groups)
-        U = _means_by_code(X, codes, n_users)[0]
+        if is_dask_collection(X) or is_dask_collection(groups):
+            U = dask_user_table(self, X, y, groups)[0].means
+            n_users = U.shape[0]
+        else:
+            X, codes, n_users = self._validate_fit_input(X, y, groups)
+            U = _means_by_code(X, codes, n_users)[0]
         budget = self._resolve_bounds(U)
         mean, loss = self._fit_user_means(U, budget)
         loss = budget.total_loss(loss)
@@ -485,6 +541,12 @@ class UserLevelMeanEstimator(UserLevelMixin, BaseEstimator):
             Negative squared ℓ2 error.
         """
         check_is_fitted(self)
+        if is_dask_collection(X) or is_dask_collection(groups):
+            # the held-out users' table; groups=None: every row its own user
+            table = dask_user_table(self, X, None, groups, reset=False,
+                                    warn=False)[0]
+            target = table.means.mean(axis=0)
+            return -float(np.sum((self.mean_ - target) ** 2))
         _check_not_sparse(X)
         check_groups_alignment(groups, X)
         X = validate_data(self, X, reset=False, dtype=np.float64, order="C")

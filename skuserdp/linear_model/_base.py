@@ -33,6 +33,7 @@ from ..base import (
 from ..privacy import split_for_public_bounds
 from ..privacy._conversion import report_spend
 from ..users._aggregate import _means_by_code
+from ..users._dask import refuse_dask
 from ..users._groups import check_groups_alignment
 from ..utils._random import make_seed_sequence
 from ..utils._validation import check_bounds
@@ -174,6 +175,7 @@ class _UserDPLinearModel(UserLevelMixin, BaseEstimator):
 
     def _validate_supervised(self, X, y, groups, *, y_numeric=True):
         """Validate X, y and groups; return (X, y, codes, n_users)."""
+        refuse_dask(type(self).__name__, X, y, groups)
         _check_not_sparse(X)
         check_groups_alignment(groups, X)
         X, y = validate_data(self, X, y, dtype=np.float64, order="C",

@@ -27,9 +27,15 @@ from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils._param_validation import Integral, Interval, Real, StrOptions
 from sklearn.utils.validation import validate_data
 
-from ..base import UserLevelMeanEstimator, UserLevelMixin, _check_not_sparse
+from ..base import (
+    UserLevelMeanEstimator,
+    UserLevelMixin,
+    _check_not_sparse,
+    dask_user_table,
+)
 from ..privacy import ApproxDP
 from ..privacy._conversion import report_spend
+from ..users._dask import is_dask_collection
 from ..users._groups import check_groups_alignment
 from ..utils._docstrings import fill_doc
 from ._concentration import tau_bounded_rows
@@ -95,6 +101,22 @@ def _class_codes(values, classes):
         return mapped[inverse.ravel()]
     except TypeError:  # mixed types cannot be sorted
         return np.array([lookup.get(v, -1) for v in values.tolist()], dtype=np.intp)
+
+
+def _user_class_counts(values, classes, codes, n_users):
+    """Each user's count of every class (rows of other values count in no
+    class): an ``(n_users, n_classes)`` float array."""
+    d = classes.shape[0]
+    cls = _class_codes(values, classes)
+    valid = cls >= 0
+    counts = np.bincount(codes[valid] * d + cls[valid], minlength=n_users * d)
+    return counts.reshape(n_users, d).astype(np.float64)
+
+
+def _column_dtype(meta):
+    """The dtype of the one column of a Dask collection's metadata."""
+    dtypes = getattr(meta, "dtypes", None)
+    return meta.dtype if dtypes is None else dtypes.iloc[0]
 
 
 @fill_doc
@@ -210,6 +232,44 @@ class DiscreteDistributionEstimator(UserLevelMixin, BaseEstimator):
         levy = 3.0 * math.sqrt(n_classes * plan.noise_variance)
         return "winsorized" if levy < few else "few_users"
 
+    def _check_classes(self):
+        if self.classes is None:
+            raise ValueError(
+                "classes must be given: the categories are public knowledge and "
+                "are never read off the private data."
+            )
+        classes = np.asarray(self.classes)
+        if classes.ndim != 1 or classes.size < 2:
+            raise ValueError("classes must be a 1-d array-like of at least 2 labels.")
+        if len(set(classes.tolist())) != classes.size:
+            raise ValueError("classes must not repeat a label.")
+        return classes
+
+    def _check_column(self, n_columns, dtype, classes):
+        if n_columns != 1:
+            raise ValueError(
+                f"{type(self).__name__} expects one categorical column, got "
+                f"{n_columns} columns."
+            )
+        _check_classes_match_column(classes, dtype, type(self).__name__)
+
+    def _in_memory_frequencies(self, X, y, groups):
+        """Each user's class frequencies: ``(freqs, n_users, classes)``."""
+        _check_not_sparse(X)
+        if np.ndim(X) == 1:
+            raise ValueError(
+                "Expected a 2-d X with one column, got a 1-d array: use "
+                "X.reshape(-1, 1) (or series.to_frame() for a pandas Series)."
+            )
+        check_groups_alignment(groups, X)
+        X = validate_data(self, X, dtype=None, ensure_all_finite=False)
+        classes = self._check_classes()
+        self._check_column(X.shape[1], X.dtype, classes)
+        codes, n_users = self._resolve_groups(y, groups, X.shape[0])
+        counts = _user_class_counts(X[:, 0], classes, codes, n_users)
+        rows = np.bincount(codes, minlength=n_users)
+        return counts / rows[:, None], n_users, classes
+
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None, *, groups=None):
         """Fit the private distribution of the classes.
@@ -229,38 +289,16 @@ class DiscreteDistributionEstimator(UserLevelMixin, BaseEstimator):
         self : object
             The fitted estimator.
         """
-        _check_not_sparse(X)
-        if np.ndim(X) == 1:
-            raise ValueError(
-                "Expected a 2-d X with one column, got a 1-d array: use "
-                "X.reshape(-1, 1) (or series.to_frame() for a pandas Series)."
-            )
-        check_groups_alignment(groups, X)
-        X = validate_data(self, X, dtype=None, ensure_all_finite=False)
-        if X.shape[1] != 1:
-            raise ValueError(
-                f"{type(self).__name__} expects one categorical column, got "
-                f"{X.shape[1]} columns."
-            )
-        if self.classes is None:
-            raise ValueError(
-                "classes must be given: the categories are public knowledge and "
-                "are never read off the private data."
-            )
-        classes = np.asarray(self.classes)
-        if classes.ndim != 1 or classes.size < 2:
-            raise ValueError("classes must be a 1-d array-like of at least 2 labels.")
-        if len(set(classes.tolist())) != classes.size:
-            raise ValueError("classes must not repeat a label.")
-        _check_classes_match_column(classes, X.dtype, type(self).__name__)
-        codes, n_users = self._resolve_groups(y, groups, X.shape[0])
-        d = classes.size
-        cls = _class_codes(X[:, 0], classes)
-        rows = np.bincount(codes, minlength=n_users).astype(np.float64)
-        valid = cls >= 0
-        counts = np.bincount(codes[valid] * d + cls[valid],
-                             minlength=n_users * d).reshape(n_users, d)
-        freqs = counts / rows[:, None]
+        if is_dask_collection(X) or is_dask_collection(groups):
+            classes = self._check_classes()
+            table = dask_user_table(
+                self, X, y, groups, classes=classes,
+                check_meta=lambda meta: self._check_column(
+                    meta.shape[1], _column_dtype(meta), classes))[0]
+            freqs, n_users, d = table.means, table.means.shape[0], classes.size
+        else:
+            freqs, n_users, classes = self._in_memory_frequencies(X, y, groups)
+            d = classes.size
         route = self._choose_route(n_users, d)
         self.garbage_ = False
         if route == "few_users":

@@ -46,6 +46,7 @@ from ..privacy import (
     random_stopping_privacy,
 )
 from ..users import user_means
+from ..users._dask import refuse_dask
 from ..users._groups import check_groups_alignment
 from ..utils._docstrings import fill_doc
 from ..utils._random import generator_from, make_seed_sequence
@@ -658,6 +659,7 @@ def select_model_privately(candidates, X, y, *, groups, epsilon, loss_bound,
     if isinstance(candidates, (str, bytes)) or not hasattr(candidates, "__len__"):
         raise ValueError("candidates must be a list of fitted estimators.")
     candidates = list(candidates)
+    refuse_dask("select_model_privately", X, y, groups)
     if not candidates:
         raise ValueError("candidates must contain at least one fitted estimator.")
     for est in candidates:

@@ -30,6 +30,7 @@ from ..privacy import (
     split_for_fits,
     split_off,
 )
+from ..users._dask import refuse_dask
 from ..users._groups import check_groups_alignment
 from ..utils._random import generator_from, make_seed_sequence
 from ._delegation import DelegatingMixin
@@ -289,6 +290,7 @@ class PrivateGridSearch(DelegatingMixin, UserLevelMixin, MetaEstimatorMixin,
             The fitted search.
         """
         grid = self._check_params()
+        refuse_dask(type(self).__name__, X, y, groups)
         _check_not_sparse(X)
         check_groups_alignment(groups, X)
         X_arr = X if hasattr(X, "iloc") else np.asarray(X)

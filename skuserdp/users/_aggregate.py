@@ -94,10 +94,17 @@ def user_means(X, groups=None):
     ----------
     X : array-like of shape (n_samples, n_features)
         The rows, any number per user (unequal counts are fine). A pandas
-        DataFrame is accepted. Must be finite.
-    groups : array-like of shape (n_samples,), default=None
+        DataFrame is accepted, and so are a Dask array or Dask DataFrame:
+        then the aggregation runs on Dask's scheduler (e.g. a
+        ``dask.distributed`` cluster) and only the per-user table is
+        gathered (see the user guide, "Data larger than memory"). Must be
+        finite.
+    groups : array-like of shape (n_samples,), str or dask collection, default=None
         User id of every row (any hashable labels, e.g. a pandas Series).
-        ``None`` makes every row its own user.
+        ``None`` makes every row its own user. With a Dask DataFrame ``X``,
+        the name of its user-id column (which is then not a feature) or a
+        Dask Series partitioned like ``X``; with a Dask array ``X``, a Dask
+        array or an in-memory array.
 
     Returns
     -------
@@ -114,6 +121,13 @@ def user_means(X, groups=None):
     >>> means.ravel().tolist(), counts.tolist(), labels.tolist()
     ([2.0, 10.0], [2, 1], ['u', 'v'])
     """
+    from ._dask import dask_user_table, is_dask_collection
+
+    if is_dask_collection(X) or is_dask_collection(groups):
+        if not is_dask_collection(X):
+            raise ValueError("groups is a Dask collection but X is not: pass X "
+                             "as a Dask array or DataFrame too.")
+        return dask_user_table(X, groups)[0]
     check_groups_alignment(groups, X)
     X = check_array(X, dtype=np.float64, order="C", input_name="X")
     n_rows = X.shape[0]

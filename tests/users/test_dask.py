@@ -1,0 +1,240 @@
+"""Dask input: the per-user aggregation runs on Dask, the result is the in-memory one.
+
+A real ``dask.distributed.LocalCluster`` (two worker processes) runs most of
+these tests; a few run on Dask's threaded scheduler. Data partitioned by user
+(each user's rows in one partition) must give bit-identical user tables and
+estimates with the same seed; users spread over partitions differ only by the
+rounding of the summation order.
+"""
+
+import logging
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+da = pytest.importorskip("dask.array")
+dd = pytest.importorskip("dask.dataframe")
+distributed = pytest.importorskip("distributed")
+
+import dask  # noqa: E402
+
+from skuserdp.exceptions import ItemLevelPrivacyWarning, YIgnoredWarning  # noqa: E402
+from skuserdp.mean import (  # noqa: E402
+    ClipNoiseMeanEstimator,
+    CoinPressMeanEstimator,
+    DiscreteDistributionEstimator,
+    FewUsersBallEstimator,
+    ThreadedClipNoiseEstimator,
+    UserMeanEstimator,
+    WinsorizedMeanEstimator,
+)
+from skuserdp.users import user_means  # noqa: E402
+from skuserdp.utils.discovery import all_estimators  # noqa: E402
+
+#: every mean estimator with what a user would declare (a public box; 600
+#: users are too few to learn one privately)
+MEAN_ESTIMATORS = {
+    "ClipNoiseMeanEstimator": (ClipNoiseMeanEstimator, dict(bounds=(-10.0, 10.0))),
+    "CoinPressMeanEstimator": (CoinPressMeanEstimator, dict(bounds=(-10.0, 10.0))),
+    "UserMeanEstimator": (UserMeanEstimator, dict(bounds=(-10.0, 10.0))),
+    "WinsorizedMeanEstimator": (WinsorizedMeanEstimator, dict(bounds=(-10.0, 10.0))),
+    "FewUsersBallEstimator": (FewUsersBallEstimator, dict(radius=10.0)),
+    "ThreadedClipNoiseEstimator": (ThreadedClipNoiseEstimator,
+                                   dict(moment_bound=1.0, bounds=(-10.0, 10.0))),
+}
+
+
+def test_every_mean_estimator_is_covered():
+    means = {name for name, cls in all_estimators()
+             if cls.__module__.startswith("skuserdp.mean")}
+    assert means == set(MEAN_ESTIMATORS) | {"DiscreteDistributionEstimator"}
+
+
+@pytest.fixture(scope="module")
+def client():
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None,
+                                  silence_logs=logging.ERROR) as cluster, \
+            distributed.Client(cluster) as c:
+        yield c
+
+
+def _panel(n_users=600, d=3, seed=0):
+    """Unequal rows per user (1-5), users sorted, columns a, b, ... and user."""
+    rng = np.random.default_rng(seed)
+    counts = rng.integers(1, 6, n_users)
+    g = np.repeat(np.arange(n_users) * 7 + 3, counts)  # gaps in the ids
+    X = rng.normal(0.5, 1.0, size=(g.size, d))
+    df = pd.DataFrame(X, columns=[f"x{j}" for j in range(d)])
+    df["user"] = g
+    return df
+
+
+def _by_user(df, npartitions=5):
+    """A Dask DataFrame with each user's rows in one partition (sorted ids)."""
+    out = dd.from_pandas(df.set_index("user", drop=False), npartitions=npartitions,
+                         sort=True)
+    assert out.npartitions > 1
+    return out
+
+
+def _features(df):
+    return df[[c for c in df.columns if c != "user"]]
+
+
+def test_user_means_bit_identical_when_partitioned_by_user(client):
+    df = _panel()
+    ref = user_means(_features(df), df["user"])
+    for groups, X in [("user", _by_user(df)),
+                      (_by_user(df)["user"], _features(_by_user(df)))]:
+        got = user_means(X, groups)
+        np.testing.assert_array_equal(got.means, ref.means)
+        np.testing.assert_array_equal(got.counts, ref.counts)
+        np.testing.assert_array_equal(got.labels, ref.labels)
+
+
+def test_user_means_of_users_across_partitions(client):
+    df = _panel()
+    X = _features(df).to_numpy()
+    ref = user_means(X, df["user"])
+    # chunks of 97 rows split users: partial sums add in another order
+    got = user_means(da.from_array(X, chunks=(97, 2)), df["user"].to_numpy())
+    np.testing.assert_array_equal(got.counts, ref.counts)
+    np.testing.assert_array_equal(got.labels, ref.labels)
+    # at most 5 rows per user: each summation order is within 4 roundings of
+    # the exact sum, so the two means differ by < 8 u Σ|x| / n_u
+    tol = 8 * np.finfo(float).eps * user_means(np.abs(X), df["user"]).means
+    assert np.all(np.abs(got.means - ref.means) <= tol)
+    assert not np.array_equal(got.means, ref.means)  # the split is exercised
+
+
+@pytest.mark.parametrize("name", sorted(MEAN_ESTIMATORS))
+def test_mean_estimator_on_cluster_equals_in_memory(name, client):
+    cls, params = MEAN_ESTIMATORS[name]
+    df = _panel()
+    ref = cls(random_state=7, **params).fit(_features(df), groups=df["user"])
+    est = cls(random_state=7, **params).fit(_by_user(df), groups="user")
+    np.testing.assert_array_equal(est.mean_, ref.mean_)
+    assert est.n_users_ == ref.n_users_ == 600
+    assert est.epsilon_ == ref.epsilon_ and est.delta_ == ref.delta_
+    assert est.feature_names_in_.tolist() == ["x0", "x1", "x2"]
+    assert est.n_features_in_ == 3
+    # score on held-out users computed on the cluster = in memory
+    held = _panel(seed=1)
+    assert est.score(_by_user(held), groups="user") == ref.score(
+        _features(held), groups=held["user"])
+
+
+def test_discrete_distribution_on_cluster_equals_in_memory(client):
+    rng = np.random.default_rng(3)
+    g = np.repeat(np.arange(400), rng.integers(1, 4, 400))
+    df = pd.DataFrame({"c": rng.choice(["a", "b", "c"], g.size), "user": g})
+    params = dict(classes=["a", "b", "c"], samples_per_user=1, random_state=0)
+    ref = DiscreteDistributionEstimator(**params).fit(df[["c"]], groups=df["user"])
+    est = DiscreteDistributionEstimator(**params).fit(_by_user(df, 4), groups="user")
+    np.testing.assert_array_equal(est.probabilities_, ref.probabilities_)
+    assert est.route_ == ref.route_ and est.n_users_ == ref.n_users_ == 400
+    # class frequencies are exact in any summation order: users may be split
+    split = dd.from_pandas(df, npartitions=7, sort=False)
+    other = DiscreteDistributionEstimator(**params).fit(split, groups="user")
+    np.testing.assert_array_equal(other.probabilities_, ref.probabilities_)
+
+
+def test_threaded_scheduler_and_dask_array():
+    df = _panel(seed=2)
+    X, g = _features(df).to_numpy(), df["user"].to_numpy()
+    ref = ClipNoiseMeanEstimator(bounds=(-10, 10), random_state=0).fit(X, groups=g)
+    # chunk boundaries at user boundaries: every user in one chunk
+    starts = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
+    cuts = starts[::100][1:]
+    chunks = tuple(np.diff(np.r_[0, cuts, g.size]).tolist())
+    with dask.config.set(scheduler="threads"):
+        est = ClipNoiseMeanEstimator(bounds=(-10, 10), random_state=0).fit(
+            da.from_array(X, chunks=(chunks, 3)),
+            groups=da.from_array(g, chunks=chunks))
+    np.testing.assert_array_equal(est.mean_, ref.mean_)
+    assert not hasattr(est, "feature_names_in_")
+
+
+def test_overflowing_user_on_dask_is_finite_as_in_memory():
+    X = np.array([[1e308, 1.0], [1e308, 2.0], [1.0, 3.0], [2.0, 4.0]])
+    g = np.array([0, 0, 1, 1])
+    ref = user_means(X, g)
+    with dask.config.set(scheduler="sync"):
+        for chunks in [(2, 2), (1, 1, 1, 1)]:  # the big user in one chunk, split
+            got = user_means(da.from_array(X, chunks=(chunks, 2)), g)
+            assert np.all(np.isfinite(got.means))
+            np.testing.assert_array_equal(got.means, ref.means)
+
+
+# ------------------------------------------------------------------ refusals
+def test_dask_refuses_what_memory_refuses():
+    df = _panel(n_users=50)
+    with dask.config.set(scheduler="sync"):
+        bad = df.copy()
+        bad["user"] = bad["user"].astype(object)
+        bad.loc[len(bad) - 1, "user"] = None  # a row without user
+        with pytest.raises(ValueError, match="missing values"):
+            user_means(dd.from_pandas(bad, npartitions=3), "user")
+        nan = df.copy()
+        nan.loc[5, "x1"] = np.nan
+        with pytest.raises(ValueError, match="NaN"):
+            user_means(dd.from_pandas(nan, npartitions=3), "user")
+        text = df.assign(x1="a")
+        with pytest.raises(ValueError, match="non-numeric"):
+            user_means(dd.from_pandas(text, npartitions=3), "user")
+        mixed = df.copy()
+        mixed["user"] = mixed["user"].astype(object)
+        mixed.loc[0, "user"] = "first"
+        with dask.config.set({"dataframe.convert-string": False}), \
+                pytest.raises(ValueError, match="mutually comparable"):
+            user_means(dd.from_pandas(mixed, npartitions=3), "user")
+        ddf = dd.from_pandas(df, npartitions=3)
+        with pytest.raises(ValueError, match="not a column"):
+            user_means(ddf, "id")
+        with pytest.raises(ValueError, match="partitions"):
+            user_means(_features(ddf), dd.from_pandas(df["user"], npartitions=2))
+        with pytest.raises(ValueError, match="Dask collection but X is not"):
+            user_means(_features(df), ddf["user"])
+        with pytest.raises(ValueError, match="Dask collection but X is not"):
+            ClipNoiseMeanEstimator(bounds=(-1, 1)).fit(
+                _features(df), groups=ddf["user"])
+        with pytest.raises(ValueError, match="at least 2 users"):
+            ClipNoiseMeanEstimator(bounds=(-1, 1)).fit(
+                ddf[ddf["user"] == 3], groups="user")
+        with pytest.raises(ValueError, match="one user id per row"):
+            user_means(da.ones((10, 2), chunks=5), np.arange(9))
+
+
+def test_dask_warns_loudly_without_groups():
+    df = _panel(n_users=40)
+    ddf = dd.from_pandas(df, npartitions=3)
+    with dask.config.set(scheduler="sync"), warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        ClipNoiseMeanEstimator(bounds=(-10, 10)).fit(_features(ddf), ddf["user"])
+        ClipNoiseMeanEstimator(bounds=(-10, 10)).fit(_features(ddf))
+    kinds = [(x.category, x.filename) for x in w
+             if issubclass(x.category, (YIgnoredWarning, ItemLevelPrivacyWarning))]
+    assert kinds == [(YIgnoredWarning, __file__), (ItemLevelPrivacyWarning, __file__)]
+
+
+def test_not_yet_supported_estimators_refuse_dask_instead_of_loading_it():
+    from skuserdp.linear_model import UserDPLinearRegression, UserDPSGDRegressor
+    from skuserdp.model_selection import PrivateGridSearch, select_model_privately
+
+    X = da.ones((40, 2), chunks=10)
+    y = da.ones(40, chunks=10)
+    g = np.repeat(np.arange(20), 2)
+    for est in (UserDPLinearRegression(), UserDPSGDRegressor()):
+        with pytest.raises(NotImplementedError, match="Dask input"):
+            est.fit(X, y, groups=g)
+    search = PrivateGridSearch(ClipNoiseMeanEstimator(bounds=(0, 2)),
+                               {"calibration": ["tight", "paper"]}, epsilon=1.0,
+                               loss_bound=4.0)
+    with pytest.raises(NotImplementedError, match="Dask input"):
+        search.fit(X, groups=g)
+    with pytest.raises(NotImplementedError, match="Dask input"):
+        select_model_privately([UserDPSGDRegressor()], X, y, groups=g, epsilon=1.0,
+                               loss_bound=1.0)
