@@ -29,11 +29,12 @@ from ..base import (
     _check_not_sparse,
     learn_box,
     resolve_user_codes,
+    warn_item_level,
 )
 from ..privacy import split_for_public_bounds
 from ..privacy._conversion import report_spend
 from ..users._aggregate import _means_by_code
-from ..users._dask import refuse_dask
+from ..users._dask import DaskPanel, is_dask_collection, refuse_dask
 from ..users._groups import check_groups_alignment
 from ..utils._random import make_seed_sequence
 from ..utils._validation import check_bounds
@@ -158,6 +159,30 @@ BOX_PARAMS_DOC = """\
         ``None``: 0.25)."""
 
 
+def in_memory_user_columns(X, y, codes, n_users):
+    """``user_columns`` of :meth:`_UserDPLinearModel._public_scale` for
+    in-memory rows: the per-user means of the features (``auto_x``) and of
+    the target (``auto_y``), side by side."""
+    def user_columns(auto_x, auto_y):
+        cols = []
+        if auto_x:
+            cols.append(_means_by_code(X, codes, n_users)[0])
+        if auto_y:
+            cols.append(_means_by_code(np.asarray(y, dtype=np.float64)[:, None],
+                                       codes, n_users)[0])
+        return np.hstack(cols)
+    return user_columns
+
+
+def dask_user_columns(panel):
+    """``user_columns`` of :meth:`_UserDPLinearModel._public_scale` for a
+    :class:`~skuserdp.users._dask.DaskPanel` (one pass over the partitions)."""
+    def user_columns(auto_x, auto_y):
+        means = panel.user_means(with_target=auto_y).means
+        return means if auto_x else means[:, -1:]
+    return user_columns
+
+
 class _UserDPLinearModel(UserLevelMixin, BaseEstimator):
     """Base class: validation, public boxes and the fitted spend."""
 
@@ -183,6 +208,18 @@ class _UserDPLinearModel(UserLevelMixin, BaseEstimator):
         codes, n_users = resolve_user_codes(self, groups, X.shape[0])
         return X, y, codes, n_users
 
+    def _dask_panel(self, X, y, groups):
+        """Validate Dask input (metadata only) as :meth:`_validate_supervised`
+        does in memory; return its :class:`~skuserdp.users._dask.DaskPanel`."""
+        if not is_dask_collection(X):
+            raise ValueError("y or groups is a Dask collection but X is not: pass "
+                             "X as a Dask array or DataFrame too, or all in memory.")
+        if groups is None:
+            warn_item_level(self, stacklevel=4)
+        panel = DaskPanel(X, groups, y)
+        validate_data(self, panel.meta, skip_check_array=True)
+        return panel
+
     def _augment(self, Z):
         """Rows in box units, with a column of ones for the intercept."""
         if self.fit_intercept:
@@ -203,15 +240,19 @@ class _UserDPLinearModel(UserLevelMixin, BaseEstimator):
         """Whether the fit's own releases are accounted in zCDP."""
         return self.delta > 0 and self.calibration == "tight"
 
-    def _public_scale(self, X, y, codes, n_users, *, target_bounds=None):
+    def _public_scale(self, p, user_columns, *, target_bounds=None):
         """Resolve the boxes of the rows (and targets): declared or learned.
+
+        ``p`` is the number of features; ``user_columns(auto_x, auto_y)``
+        returns the per-user means of the columns whose box is learned (the
+        features' then the target's, one row per user), see
+        :func:`in_memory_user_columns`.
 
         Returns ``(scale, loss, epsilon, random_state)``: the
         :class:`PublicScale`, the loss of the private bounds step (None when
         everything was declared), the ε left for the fit (at the same δ) and
         the seed of the rest of the fit.
         """
-        p = X.shape[1]
         regress = target_bounds is not None
         auto_x = isinstance(self.bounds, str)
         auto_y = regress and isinstance(target_bounds, str)
@@ -231,14 +272,8 @@ class _UserDPLinearModel(UserLevelMixin, BaseEstimator):
         eps0, loss, eps_rest, _ = split_for_public_bounds(
             self.epsilon, self.delta, share, 2 * k, zcdp=zcdp)
         seed_bounds, seed_rest = make_seed_sequence(self.random_state).spawn(2)
-        cols = []
-        if auto_x:
-            cols.append(_means_by_code(X, codes, n_users)[0])
-        if auto_y:
-            cols.append(_means_by_code(np.asarray(y, dtype=np.float64)[:, None],
-                                       codes, n_users)[0])
-        lo, hi = learn_box(type(self).__name__, np.hstack(cols), eps0, seed_bounds,
-                           stacklevel=5)
+        lo, hi = learn_box(type(self).__name__, user_columns(auto_x, auto_y), eps0,
+                           seed_bounds, stacklevel=5)
         if auto_x:
             lower, upper = lo[:p], hi[:p]
         if auto_y:

@@ -28,6 +28,7 @@ from ..utils._random import make_seed_sequence
 from ._base import (
     BOX_PARAMS_DOC,
     _UserDPLinearModel,
+    in_memory_user_columns,
     project_rows,
 )
 from ._losses import get_loss
@@ -158,7 +159,8 @@ class _BaseUserDPSGD(_UserDPLinearModel):
         targets."""
         standardize = self._use_standardize()
         scale, pre_loss, epsilon, seed = self._public_scale(
-            X, y, codes, n_users, target_bounds=target_bounds)
+            X.shape[1], in_memory_user_columns(X, y, codes, n_users),
+            target_bounds=target_bounds)
         self._record_scale(scale)
         loss = make_loss(scale.y_half)
         Z, yz = scale.rows(X), scale.targets(y)

@@ -59,6 +59,7 @@ No centring of the data: centres would have to be public or private.
 
 import math
 from dataclasses import dataclass
+from functools import partial
 from numbers import Real
 
 import numpy as np
@@ -92,7 +93,14 @@ from ..privacy import (
 from ..privacy._conversion import report_spend
 from ..utils._docstrings import fill_doc
 from ..utils._random import make_seed_sequence
-from ._base import BOX_PARAMS_DOC, _UserDPLinearModel
+from ..base import check_min_users
+from ..users._dask import is_dask_collection
+from ._base import (
+    BOX_PARAMS_DOC,
+    _UserDPLinearModel,
+    dask_user_columns,
+    in_memory_user_columns,
+)
 
 __all__ = ["UserDPLinearRegression"]
 
@@ -561,14 +569,14 @@ class UserDPLinearRegression(RegressorMixin, _UserDPLinearModel):
         return math.sqrt(b2 * b2 - (1.0 if self.fit_intercept else 0.0)
                          + b2)  # targets in box units: |y| <= 1
 
-    def _user_statistics(self, X, y, codes, n_users, box=None):
-        """:func:`sufficient_statistics` of the augmented rows (in the box
-        units of ``box`` when given), computed chunk by chunk from ``X``
-        (never copied whole)."""
-        return _streamed_statistics(X, y, codes, n_users,
-                                    drop_last_diagonal=bool(self.fit_intercept),
-                                    feature_bound=self._feature_bound,
-                                    intercept=bool(self.fit_intercept), box=box)
+    def _user_statistics(self, box):
+        """:func:`sufficient_statistics` of the augmented rows in the box
+        units of ``box``, as a function ``(X, y, codes, n_users) -> V``
+        computed chunk by chunk from ``X`` (never copied whole)."""
+        return partial(_streamed_statistics,
+                       drop_last_diagonal=bool(self.fit_intercept),
+                       feature_bound=self._feature_bound,
+                       intercept=bool(self.fit_intercept), box=box)
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, *, groups=None):
@@ -590,8 +598,24 @@ class UserDPLinearRegression(RegressorMixin, _UserDPLinearModel):
         self : object
             The fitted estimator.
         """
-        X, y, codes, n_users = self._validate_supervised(X, y, groups)
-        p = X.shape[1] + (1 if self.fit_intercept else 0)
+        if any(is_dask_collection(v) for v in (X, y, groups)):
+            # one pass over the partitions per table (the users' means for a
+            # learned box, then the statistics), see skuserdp.users._dask
+            panel = self._dask_panel(X, y, groups)
+            n_features, user_columns = panel.n_features, dask_user_columns(panel)
+
+            def user_statistics(box):
+                _, V, counts = panel.user_statistics(self._user_statistics(box))
+                check_min_users(self, V.shape[0], int(counts.sum()))
+                return V
+        else:
+            X, y, codes, n_users = self._validate_supervised(X, y, groups)
+            n_features = X.shape[1]
+            user_columns = in_memory_user_columns(X, y, codes, n_users)
+
+            def user_statistics(box):
+                return self._user_statistics(box)(X, y, codes, n_users)
+        p = n_features + (1 if self.fit_intercept else 0)
         if p > MAX_PARAMS:
             raise ValueError(
                 f"UserDPLinearRegression releases p(p+3)/2 statistics per user; with "
@@ -602,9 +626,10 @@ class UserDPLinearRegression(RegressorMixin, _UserDPLinearModel):
         drop = bool(self.fit_intercept)
         n_stats = p * (p + 3) // 2 - (1 if drop else 0)
         scale, box_loss, epsilon, seed = self._public_scale(
-            X, y, codes, n_users, target_bounds=self.target_bounds)
+            n_features, user_columns, target_bounds=self.target_bounds)
         self._record_scale(scale)
-        V = self._user_statistics(X, y, codes, n_users, box=scale)
+        V = user_statistics(scale)
+        n_users = V.shape[0]
         if self.clip_radius != "auto":
             radius = float(self.clip_radius)
         elif self._zcdp_accounting():

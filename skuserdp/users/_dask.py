@@ -37,7 +37,7 @@ from sklearn.utils import check_array
 from ._aggregate import _OVERFLOW_SCALE, UserMeans, _sums_by_code
 from ._groups import check_groups
 
-__all__ = ["dask_user_table", "is_dask_collection", "refuse_dask"]
+__all__ = ["DaskPanel", "dask_user_table", "is_dask_collection", "refuse_dask"]
 
 #: partial tables merged per node of the reduction tree
 FAN_IN = 8
@@ -101,19 +101,44 @@ def _rows_and_ids(part, ids, feature_columns):
     return part, ids
 
 
-def _partial_means(part, ids, feature_columns, scale):
-    """Per-user sums and row counts of one partition.
+def _partition_rows(part, ids, target, feature_columns, offset):
+    """Validated float64 rows (and targets) of a partition, codes and labels.
 
-    Returns ``(labels, sums, counts)`` with ``labels`` sorted as
-    :func:`~skuserdp.users.check_groups` sorts them. ``scale`` multiplies the
-    rows first (the exact power of two of the overflow recomputation).
+    ``ids`` ``None`` makes every row its own user, labelled ``offset + i``.
     """
     rows, ids = _rows_and_ids(part, ids, feature_columns)
     X = check_array(rows, dtype=np.float64, order="C", ensure_min_samples=0,
                     input_name="X")
+    y = None
+    if target is not None:
+        y = check_array(np.asarray(target), dtype=np.float64, ensure_2d=False,
+                        ensure_min_samples=0, input_name="y")
+        if y.ndim != 1 or y.shape[0] != X.shape[0]:
+            raise ValueError(
+                f"a partition of y has shape {y.shape} but its partition of X "
+                f"has {X.shape[0]} rows: pass y partitioned like X.")
     if X.shape[0] == 0:
-        return _empty_partial(X.shape[1])
+        return X, y, None, None
+    if ids is None:
+        n = X.shape[0]
+        return X, y, np.arange(n, dtype=np.intp), offset + np.arange(n, dtype=np.int64)
     codes, labels = check_groups(ids, X.shape[0])
+    return X, y, codes, labels
+
+
+def _partial_means(part, ids, feature_columns, scale, target=None, offset=0):
+    """Per-user sums and row counts of one partition.
+
+    Returns ``(labels, sums, counts)`` with ``labels`` sorted as
+    :func:`~skuserdp.users.check_groups` sorts them. ``scale`` multiplies the
+    rows first (the exact power of two of the overflow recomputation). A
+    ``target`` partition is appended to the rows as a last column.
+    """
+    X, y, codes, labels = _partition_rows(part, ids, target, feature_columns, offset)
+    if y is not None:
+        X = np.column_stack([X, y])
+    if codes is None:
+        return _empty_partial(X.shape[1])
     if scale != 1.0:
         X = X * scale
     with np.errstate(over="ignore", invalid="ignore"):
@@ -121,7 +146,7 @@ def _partial_means(part, ids, feature_columns, scale):
     return labels, sums, np.bincount(codes, minlength=labels.shape[0])
 
 
-def _partial_classes(part, ids, feature_columns, classes):
+def _partial_classes(part, ids, feature_columns, classes, offset=0):
     """Per-user class counts (as sums of one-hot rows) of one partition."""
     from ..mean._discrete import _user_class_counts  # the in-memory counts
 
@@ -130,13 +155,28 @@ def _partial_classes(part, ids, feature_columns, classes):
     values = values.reshape(values.shape[0], -1)
     if values.shape[1] != 1:
         raise ValueError(f"expected one categorical column, got {values.shape[1]}.")
-    d = classes.shape[0]
     if values.shape[0] == 0:
-        return _empty_partial(d)
-    codes, labels = check_groups(ids, values.shape[0])
+        return _empty_partial(classes.shape[0])
+    if ids is None:
+        codes = np.arange(values.shape[0], dtype=np.intp)
+        labels = offset + np.arange(values.shape[0], dtype=np.int64)
+    else:
+        codes, labels = check_groups(ids, values.shape[0])
     n = labels.shape[0]
     return (labels, _user_class_counts(values[:, 0], classes, codes, n),
             np.bincount(codes, minlength=n))
+
+
+def _partial_statistics(part, ids, target, feature_columns, offset, statistics):
+    """Per-user statistics ``statistics(X, y, codes, n_users)`` (each user's
+    mean of a function of its rows) of one partition, with row counts."""
+    X, y, codes, labels = _partition_rows(part, ids, target, feature_columns, offset)
+    if codes is None:
+        width = statistics(np.zeros((1, X.shape[1])), np.zeros(1),
+                           np.zeros(1, dtype=np.intp), 1).shape[1]
+        return _empty_partial(width)
+    n = labels.shape[0]
+    return labels, statistics(X, y, codes, n), np.bincount(codes, minlength=n)
 
 
 def _sorted_union(labels):
@@ -163,6 +203,35 @@ def _merge(*partials):
     counts = np.zeros(uniq.shape[0], dtype=np.intp)
     np.add.at(counts, inverse, np.concatenate([p[2] for p in partials]))
     return uniq, sums, counts
+
+
+def _merge_means(*partials):
+    """Merge partial ``(labels, means, counts)`` tables of per-user means.
+
+    A user in one partial keeps that partial's row bit for bit; a user in
+    several gets the count-weighted mean of its partial rows.
+    """
+    partials = [p for p in partials if p[0].shape[0]] or partials[:1]
+    if len(partials) == 1:
+        return partials[0]
+    labels = np.concatenate([p[0] for p in partials])
+    uniq, inverse = _sorted_union(labels)
+    inverse = inverse.reshape(-1).astype(np.intp, copy=False)
+    means = np.vstack([p[1] for p in partials])
+    weights = np.concatenate([p[2] for p in partials])
+    counts = np.zeros(uniq.shape[0], dtype=np.intp)
+    np.add.at(counts, inverse, weights)
+    pieces = np.bincount(inverse, minlength=uniq.shape[0])
+    out = np.empty((uniq.shape[0], means.shape[1]))
+    single = pieces[inverse] == 1
+    out[inverse[single]] = means[single]
+    if not single.all():
+        many = ~single
+        sums = _sums_by_code(means[many] * weights[many, None], inverse[many],
+                             uniq.shape[0])
+        spread = np.flatnonzero(pieces > 1)
+        out[spread] = sums[spread] / counts[spread, None]
+    return uniq, out, counts
 
 
 # ---------------------------------------------------------------- graph side
@@ -242,8 +311,8 @@ def _blocks(X, groups):
     return X.to_delayed(), groups.to_delayed(), None, X._meta
 
 
-def _reduce(dask, partials):
-    merge = dask.delayed(_merge, pure=True)
+def _reduce(dask, partials, merge=_merge):
+    merge = dask.delayed(merge, pure=True)
     while len(partials) > 1:
         partials = [merge(*partials[i:i + FAN_IN])
                     for i in range(0, len(partials), FAN_IN)]
@@ -263,6 +332,100 @@ def _check_meta(meta, kind):
             raise ValueError(f"X has non-numeric column(s) of dtype {bad}; the "
                              "rows must be numbers.")
     return n_features
+
+
+def _target_parts(X, y, n_parts):
+    """Delayed partitions of the targets ``y``, matching those of ``X``."""
+    import dask.array as da
+
+    if isinstance(X, da.Array):
+        if not is_dask_collection(y):
+            y = np.asarray(getattr(y, "to_numpy", lambda: y)())
+            if y.ndim != 1 or y.shape[0] != X.shape[0]:
+                raise ValueError(f"y has shape {y.shape} but X has {X.shape[0]} "
+                                 "rows; pass one target per row.")
+            y = da.from_array(y, chunks=(X.chunks[0],))
+        if not isinstance(y, da.Array) or y.ndim != 1:
+            raise ValueError("with a Dask array X, y must be a 1-d Dask array or "
+                             "an in-memory array of one target per row.")
+        return y.rechunk((X.chunks[0],)).to_delayed().ravel().tolist()
+    if not is_dask_collection(y) or not hasattr(y, "npartitions"):
+        raise ValueError("with a Dask DataFrame X, y must be a Dask Series "
+                         "partitioned like X (e.g. frame['target']).")
+    if y.npartitions != n_parts:
+        raise ValueError(f"y has {y.npartitions} partitions but X has {n_parts}: "
+                         "pass y partitioned like X (e.g. frame['target']).")
+    kind = getattr(getattr(y, "dtype", None), "kind", "O")
+    if kind not in "biuf":
+        raise ValueError(f"y must be numeric, got dtype {y.dtype}.")
+    return y.to_delayed()
+
+
+class DaskPanel:
+    """Matching partitions of a Dask ``X``, its user ids and its targets.
+
+    Every reduction runs on Dask's scheduler and gathers one table of users,
+    ordered by sorted user id as in memory. ``groups=None`` makes every row
+    its own user (labelled in row order).
+    """
+
+    def __init__(self, X, groups, y=None, *, kind="means"):
+        self.dask = _dask()
+        self.x_parts, self.g_parts, self.features, self.meta = _blocks(X, groups)
+        self.n_features = _check_meta(self.meta, kind)
+        self.y_parts = None if y is None else _target_parts(X, y, len(self.x_parts))
+        self.item_level = self.g_parts is None
+
+    def _parts(self, with_target):
+        for i, x in enumerate(self.x_parts):
+            g = None if self.item_level else self.g_parts[i]
+            t = self.y_parts[i] if with_target else None
+            yield x, g, t, i << 32  # item level: row labels in row order
+
+    def _compute(self, partials, merge=_merge):
+        (result,) = self.dask.compute(_reduce(self.dask, partials, merge))
+        labels, table, counts = result
+        if labels.shape[0] == 0:
+            raise ValueError("X is empty: at least one row is required.")
+        if self.item_level:
+            labels = np.arange(labels.shape[0])
+        return labels, table, counts
+
+    def user_means(self, with_target=False):
+        """Each user's mean of its rows (and target, as a last column)."""
+        part = self.dask.delayed(_partial_means, pure=True)
+
+        def sums(scale):
+            return self._compute([part(x, g, self.features, scale, t, off)
+                                  for x, g, t, off in self._parts(with_target)])
+
+        labels, total, counts = sums(1.0)
+        with np.errstate(over="ignore", invalid="ignore"):
+            means = total / counts[:, None]
+        bad = ~np.isfinite(means)
+        if bad.any():  # overflowing sums of finite rows: as in memory, rescaled
+            scaled = sums(_OVERFLOW_SCALE)[1]
+            big = np.finfo(np.float64).max
+            means[bad] = np.clip(
+                scaled[bad] / counts.repeat(bad.sum(axis=1)) / _OVERFLOW_SCALE,
+                -big, big)
+        return UserMeans(means, counts, labels)
+
+    def class_frequencies(self, classes):
+        """Each user's frequencies of ``classes`` in the one column of ``X``."""
+        part = self.dask.delayed(_partial_classes, pure=True)
+        labels, total, counts = self._compute(
+            [part(x, g, self.features, classes, off)
+             for x, g, _, off in self._parts(False)])
+        return UserMeans(total / counts[:, None], counts, labels)
+
+    def user_statistics(self, statistics):
+        """``statistics(X, y, codes, n_users)`` (per-user means of a function
+        of the rows and targets) over all partitions, merged by user."""
+        part = self.dask.delayed(_partial_statistics, pure=True)
+        return self._compute([part(x, g, t, self.features, off, statistics)
+                              for x, g, t, off in self._parts(True)],
+                             merge=_merge_means)
 
 
 def dask_user_table(X, groups, *, classes=None, check_meta=None):
@@ -290,51 +453,9 @@ def dask_user_table(X, groups, *, classes=None, check_meta=None):
     meta : object
         Empty array or DataFrame with the feature columns (names and dtypes).
     """
-    dask = _dask()
-    x_parts, g_parts, features, meta = _blocks(X, groups)
-    kind = "means" if classes is None else "classes"
-    n_features = _check_meta(meta, kind)
+    panel = DaskPanel(X, groups, kind="means" if classes is None else "classes")
     if check_meta is not None:
-        check_meta(meta)
-    if g_parts is None:  # every row its own user: the table is X itself
-        (rows,) = dask.compute(X)
-        if kind == "classes":
-            values = np.asarray(rows, dtype=object).reshape(-1, 1)
-            return _item_level_classes(values, classes), meta
-        U = check_array(rows, dtype=np.float64, order="C", input_name="X")
-        return UserMeans(U, np.ones(U.shape[0], dtype=np.intp),
-                         np.arange(U.shape[0])), meta
-
-    def table(scale):
-        if kind == "classes":
-            part = dask.delayed(_partial_classes, pure=True)
-            parts = [part(x, g, features, classes) for x, g in zip(x_parts, g_parts)]
-        else:
-            part = dask.delayed(_partial_means, pure=True)
-            parts = [part(x, g, features, scale) for x, g in zip(x_parts, g_parts)]
-        (result,) = dask.compute(_reduce(dask, parts))
-        return result
-
-    labels, sums, counts = table(1.0)
-    if labels.shape[0] == 0:
-        raise ValueError("X is empty: at least one row is required.")
-    if sums.shape[1] != (n_features if classes is None else classes.shape[0]):
-        raise ValueError(f"X has {sums.shape[1]} features but its metadata "
-                         f"says {n_features}.")
-    with np.errstate(over="ignore", invalid="ignore"):
-        means = sums / counts[:, None]
-    bad = ~np.isfinite(means)
-    if bad.any():  # overflowing sums of finite rows: as in memory, rescaled
-        scaled = table(_OVERFLOW_SCALE)[1]
-        big = np.finfo(np.float64).max
-        means[bad] = np.clip(
-            scaled[bad] / counts.repeat(bad.sum(axis=1)) / _OVERFLOW_SCALE, -big, big)
-    return UserMeans(means, counts, labels), meta
-
-
-def _item_level_classes(values, classes):
-    from ..mean._discrete import _user_class_counts
-
-    n = values.shape[0]
-    freqs = _user_class_counts(values[:, 0], classes, np.arange(n), n)
-    return UserMeans(freqs, np.ones(n, dtype=np.intp), np.arange(n))
+        check_meta(panel.meta)
+    if classes is None:
+        return panel.user_means(), panel.meta
+    return panel.class_frequencies(classes), panel.meta

@@ -138,11 +138,11 @@ def test_estimator_statistics_equal_the_reference_on_box_rows(fit_intercept,
     mag = _reference(np.abs(Za) + 4 * EPS, np.abs(yz) + 4 * EPS, codes, 80,
                      fit_intercept)
     tol = _tolerance(Za, yz, codes, 80, fit_intercept) + 8 * EPS * mag * (1 + 1e-6)
-    got = est._user_statistics(scale.rows(X), scale.targets(y), codes, 80)
+    got = est._user_statistics(None)(scale.rows(X), scale.targets(y), codes, 80)
     assert np.all(np.abs(got - expected) <= tol)
     # what fit does: the box map chunk by chunk inside the stream (the same
     # floating-point operations, so bit for bit the same statistics)
-    streamed = est._user_statistics(X, y, codes, 80, box=scale)
+    streamed = est._user_statistics(scale)(X, y, codes, 80)
     np.testing.assert_array_equal(streamed, got)
 
 
@@ -219,7 +219,7 @@ def test_statistics_memory_is_per_user_not_per_row_squared():
     codes = groups  # already 0..n_users-1
     tracemalloc.start()
     try:
-        V = est._user_statistics(Z, yz, codes, n_users)
+        V = est._user_statistics(None)(Z, yz, codes, n_users)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()

@@ -220,14 +220,61 @@ def test_dask_warns_loudly_without_groups():
     assert kinds == [(YIgnoredWarning, __file__), (ItemLevelPrivacyWarning, __file__)]
 
 
+@pytest.mark.parametrize("box", ["declared", "auto"])
+def test_linear_regression_on_cluster_equals_in_memory(box, client):
+    from skuserdp.linear_model import UserDPLinearRegression
+
+    rng = np.random.default_rng(5)
+    df = _panel(n_users=3000, seed=5)
+    df["y"] = _features(df).to_numpy() @ [1.0, 2.0, -1.0] + 0.5 + rng.normal(
+        0, 0.3, len(df))
+    cols = ["x0", "x1", "x2"]
+    params = dict(bounds=(-5.0, 5.0), target_bounds=(-10.0, 10.0)) \
+        if box == "declared" else {}
+    ref = UserDPLinearRegression(random_state=3, **params).fit(
+        df[cols], df["y"], groups=df["user"])
+    ddf = _by_user(df)
+    est = UserDPLinearRegression(random_state=3, **params).fit(
+        ddf[cols], ddf["y"], groups=ddf["user"])
+    np.testing.assert_array_equal(est.coef_, ref.coef_)
+    assert est.intercept_ == ref.intercept_
+    assert est.n_users_ == ref.n_users_ == 3000
+    assert est.epsilon_ == ref.epsilon_ and est.feature_names_in_.tolist() == cols
+    np.testing.assert_array_equal(est.bounds_[0], ref.bounds_[0])
+
+
+def test_linear_regression_dask_checks():
+    from skuserdp.linear_model import UserDPLinearRegression
+
+    df = _panel(n_users=200)
+    df["y"] = 1.0
+    ddf = dd.from_pandas(df, npartitions=3)
+    est = UserDPLinearRegression(bounds=(-5, 5), target_bounds=(-2, 2))
+    with dask.config.set(scheduler="sync"):
+        with pytest.raises(ValueError, match="partitioned like X"):
+            est.fit(_features(ddf), dd.from_pandas(df["y"], npartitions=2),
+                    groups=ddf["user"])
+        with pytest.raises(ValueError, match="Dask collection but X is not"):
+            est.fit(_features(df), ddf["y"], groups=ddf["user"])
+        with pytest.warns(ItemLevelPrivacyWarning) as record:
+            est.fit(_features(ddf), ddf["y"])
+        assert record[0].filename == __file__
+        assert est.n_users_ == len(df)  # every row its own user
+        bad = df.copy()
+        bad.loc[3, "y"] = np.inf
+        with pytest.raises(ValueError, match="infinity"):
+            est.fit(_features(ddf), dd.from_pandas(bad, npartitions=3)["y"],
+                    groups=ddf["user"])
+
+
 def test_not_yet_supported_estimators_refuse_dask_instead_of_loading_it():
-    from skuserdp.linear_model import UserDPLinearRegression, UserDPSGDRegressor
+    from skuserdp.linear_model import UserDPSGDClassifier, UserDPSGDRegressor
     from skuserdp.model_selection import PrivateGridSearch, select_model_privately
 
     X = da.ones((40, 2), chunks=10)
     y = da.ones(40, chunks=10)
     g = np.repeat(np.arange(20), 2)
-    for est in (UserDPLinearRegression(), UserDPSGDRegressor()):
+    for est in (UserDPSGDRegressor(), UserDPSGDClassifier(classes=[0, 1])):
         with pytest.raises(NotImplementedError, match="Dask input"):
             est.fit(X, y, groups=g)
     search = PrivateGridSearch(ClipNoiseMeanEstimator(bounds=(0, 2)),
