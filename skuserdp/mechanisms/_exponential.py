@@ -44,6 +44,11 @@ def gumbel_max(log_weights, rng):
     >>> int(gumbel_max([0.0, -np.inf, -np.inf], np.random.default_rng(0)))
     0
     """
+    logw = _check_log_weights(log_weights)
+    return _argmax_keys(logw, rng.gumbel(size=logw.shape))
+
+
+def _check_log_weights(log_weights):
     logw = np.asarray(log_weights, dtype=np.float64)
     if logw.ndim == 0 or logw.shape[-1] == 0:
         raise ValueError("log_weights needs at least one candidate.")
@@ -53,7 +58,11 @@ def gumbel_max(log_weights, rng):
         raise ValueError(
             "every instance needs at least one candidate with finite weight."
         )
-    keys = logw + rng.gumbel(size=logw.shape)
+    return logw
+
+
+def _argmax_keys(logw, gumbels):
+    keys = logw + gumbels
     out = np.argmax(keys, axis=-1)
     return int(out) if out.ndim == 0 else out
 
@@ -91,6 +100,10 @@ def exponential_mechanism(scores, epsilon, sensitivity, rng, *, monotonic=False)
     >>> exponential_mechanism([0.0, 100.0, 0.0], 1.0, 1.0, rng)
     1
     """
+    return gumbel_max(_log_weights(scores, epsilon, sensitivity, monotonic), rng)
+
+
+def _log_weights(scores, epsilon, sensitivity, monotonic):
     epsilon = float(epsilon)
     sensitivity = float(sensitivity)
     if not (np.isfinite(epsilon) and epsilon > 0):
@@ -100,4 +113,38 @@ def exponential_mechanism(scores, epsilon, sensitivity, rng, *, monotonic=False)
             f"sensitivity must be a finite number > 0, got {sensitivity!r}."
         )
     factor = epsilon / (sensitivity if monotonic else 2.0 * sensitivity)
-    return gumbel_max(factor * np.asarray(scores, dtype=np.float64), rng)
+    return factor * np.asarray(scores, dtype=np.float64)
+
+
+def _exponential_mechanism_from_noise(scores, epsilon, sensitivity, gumbels, *,
+                                      monotonic=False):
+    """:func:`exponential_mechanism` with its Gumbel draws passed in.
+
+    ``exponential_mechanism(scores, ε, Δ, rng)`` draws
+    ``rng.gumbel(size=scores.shape)`` and nothing else; given those draws as
+    ``gumbels``, this returns the same index. The number of draws does not
+    depend on the data, so a caller running several releases may draw all
+    their noise up front, in the order of the releases, and get the outputs
+    (and the random stream) of running them one after another -- while
+    computing their scores in one pass over the data.
+
+    Parameters
+    ----------
+    scores : array-like of shape (..., n_candidates)
+        As in :func:`exponential_mechanism`.
+    epsilon, sensitivity : float
+        As in :func:`exponential_mechanism`.
+    gumbels : ndarray of the shape of ``scores``
+        Independent standard Gumbel draws, independent of the data.
+    monotonic : bool, default=False
+        As in :func:`exponential_mechanism`.
+
+    Returns
+    -------
+    index : int or ndarray of shape (...)
+    """
+    logw = _check_log_weights(_log_weights(scores, epsilon, sensitivity, monotonic))
+    gumbels = np.asarray(gumbels, dtype=np.float64)
+    if gumbels.shape != logw.shape:
+        raise ValueError(f"gumbels must have shape {logw.shape}, got {gumbels.shape}.")
+    return _argmax_keys(logw, gumbels)

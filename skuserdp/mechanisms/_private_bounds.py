@@ -39,12 +39,13 @@ Each release is ε₀-DP and ε₀-bounded range (ε₀²/8-zCDP); the ``2·d``
 releases are accounted by :func:`skuserdp.privacy.split_for_public_bounds`.
 """
 
+import functools
 import math
 
 import numpy as np
 
 from ..utils._random import generator_from, make_seed_sequence
-from ._exponential import exponential_mechanism
+from ._exponential import _exponential_mechanism_from_noise, exponential_mechanism
 
 __all__ = ["bounds_grid", "private_bounds", "private_quantile",
            "bounds_failure_probability", "BOUNDS_QUANTILE", "BOUNDS_SCALE"]
@@ -98,7 +99,11 @@ def median_costs(sorted_values, grid):
     best candidate.
     """
     n = sorted_values.shape[0]
-    le = np.searchsorted(sorted_values, grid, side="right")
+    return _median_costs(np.searchsorted(sorted_values, grid, side="right"), n)
+
+
+def _median_costs(le, n):
+    """:func:`median_costs` from ``le[k] = #{v ≤ g[k]}``."""
     return np.maximum(le[:-1], n - le[1:])
 
 
@@ -112,10 +117,133 @@ def quantile_costs(sorted_values, grid, quantile):
     edge ``g[k]`` (at least ``r`` values lie at or below it).
     """
     n = sorted_values.shape[0]
+    return _quantile_costs(np.searchsorted(sorted_values, grid, side="right"), n,
+                           quantile)
+
+
+def _quantile_costs(b, n, quantile):
+    """:func:`quantile_costs` from ``b[k] = #{v ≤ g[k]}``."""
     r = max(math.ceil(quantile * n), 1)
-    b = np.searchsorted(sorted_values, grid, side="right")
     a = np.concatenate([[0], b[:-1]])
     return np.maximum(np.maximum(r - b, a - r + 1), 0)
+
+
+#: the sign, the exponent and the first 3 bits of the mantissa of a float64
+#: (its bit pattern shifted right by 49): a bucket of 1/8 of an octave
+_KEY_SHIFT = 49
+#: rows per block of the counting passes (a few hundred kB per temporary)
+_BLOCK_ROWS = 2048
+#: blocks whose indices are counted by one ``np.bincount``
+_BLOCKS_PER_COUNT = 8
+
+
+class _GridIndex:
+    """``np.searchsorted(grid, x, side="left")`` in O(1) per float64 ``x``.
+
+    Finite floats are ordered like their bit patterns read as sign-magnitude
+    integers, so the top bits of the pattern (``bits >> 49``: sign, exponent
+    and 3 mantissa bits) put every float in a bucket of consecutive floats,
+    1/8 of an octave wide. A table gives, for every bucket, the number ``S``
+    of grid points below all of its floats; when at most one grid point lies
+    in any bucket (checked here: true for grids with at most 4 points per
+    octave away from 0, like :func:`bounds_grid`), the count of grid points
+    below ``x`` is ``S + (grid[S] < x)``: exact, with no sort and no search.
+    Non-finite values get the index ``grid.size + 1``.
+
+    Parameters
+    ----------
+    grid : ndarray of shape (K,)
+        Strictly increasing finite floats (public).
+    """
+
+    def __init__(self, grid):
+        grid = np.asarray(grid, dtype=np.float64)
+        half = 1 << (63 - _KEY_SHIFT)
+        keys = np.arange(-half, half, dtype=np.int64)
+        first = (keys << _KEY_SHIFT).view(np.float64)
+        last = ((keys << _KEY_SHIFT) + ((1 << _KEY_SHIFT) - 1)).view(np.float64)
+        lowest, highest = np.minimum(first, last), np.maximum(first, last)
+        finite = np.isfinite(lowest) & np.isfinite(highest)
+        below = np.searchsorted(grid, lowest, side="left")
+        if np.any(np.searchsorted(grid, highest[finite], side="left")
+                  - below[finite] > 1):
+            raise ValueError("the grid has two points in one bucket of 1/8 octave.")
+        below[~finite] = grid.size + 1
+        self.size = grid.size
+        self.table = np.empty(2 * half, dtype=np.intp)
+        self.table[keys] = below  # negative keys index from the end
+        self.points = np.concatenate([grid, [np.inf, np.inf]])
+
+    def indices(self, block, out, buffers):
+        """Write the grid index of every entry of ``block`` to ``out``.
+
+        ``block``: a C-contiguous float64 array of shape (b, d); ``out``: an
+        intp array of the same shape, which gets ``0..K`` for finite values
+        (``K + 1`` for the others); ``buffers``: uint64, float64 and bool
+        arrays of at least b rows and d columns.
+        """
+        b = block.shape[0]
+        key, points, above = (x[:b] for x in buffers)
+        # the unsigned key is the table's (negative keys index from its end)
+        np.right_shift(block.view(np.uint64), _KEY_SHIFT, out=key)
+        np.take(self.table, key.view(np.int64), out=out, mode="clip")
+        np.take(self.points, out, out=points, mode="clip")
+        np.less(points, block, out=above)
+        out += above
+
+
+def _grid_counts(blocks, index, n_features):
+    """``le[j, k] = #{rows i: x[i, j] ≤ grid[k]}`` for every column ``j``.
+
+    ``blocks`` yields C-contiguous float64 blocks of rows (at most
+    ``_BLOCK_ROWS`` each). One bincount of the exact grid indices
+    (:class:`_GridIndex`) per ``_BLOCKS_PER_COUNT`` blocks: O(1) per value,
+    no sort. Returns ``le`` of shape (n_features, K) and the number of
+    non-finite values of every column.
+    """
+    width = index.size + 2
+    total = np.zeros(n_features * width, dtype=np.intp)
+    offsets = np.arange(n_features, dtype=np.intp) * width
+    idx = np.empty((_BLOCK_ROWS * _BLOCKS_PER_COUNT, n_features), dtype=np.intp)
+    buffers = (np.empty((_BLOCK_ROWS, n_features), dtype=np.uint64),
+               np.empty((_BLOCK_ROWS, n_features), dtype=np.float64),
+               np.empty((_BLOCK_ROWS, n_features), dtype=bool))
+    fill = 0
+    for block in blocks:
+        b = block.shape[0]
+        out = idx[fill:fill + b]
+        index.indices(block, out, buffers)
+        out += offsets
+        fill += b
+        if fill + _BLOCK_ROWS > idx.shape[0]:
+            total += np.bincount(idx[:fill].ravel(), minlength=total.size)
+            fill = 0
+    if fill:
+        total += np.bincount(idx[:fill].ravel(), minlength=total.size)
+    counts = total.reshape(n_features, width)
+    # x <= grid[k] iff fewer than k + 1 grid points lie below x
+    return np.cumsum(counts[:, :index.size], axis=1), counts[:, -1]
+
+
+def _row_blocks(V):
+    for start in range(0, V.shape[0], _BLOCK_ROWS):
+        yield V[start:start + _BLOCK_ROWS]
+
+
+def _distance_blocks(V, t):
+    buffer = np.empty((_BLOCK_ROWS, V.shape[1]))
+    for start in range(0, V.shape[0], _BLOCK_ROWS):
+        block = V[start:start + _BLOCK_ROWS]
+        out = buffer[:block.shape[0]]
+        with np.errstate(over="ignore"):
+            np.subtract(block, t, out=out)
+        np.abs(out, out=out)
+        yield out
+
+
+@functools.lru_cache(maxsize=None)
+def _grid_indices():
+    return _GridIndex(bounds_grid()), _GridIndex(_positive_grid())
 
 
 def spread_rule(n_users, release_epsilon):
@@ -225,30 +353,42 @@ def private_bounds(values, release_epsilon, *, scale=None, random_state=None):
     >>> bool(np.all(lo < U.min(axis=0) + 5) and np.all(hi > U.max(axis=0) - 5))
     True
     """
-    V = np.asarray(values, dtype=np.float64)
+    V = np.ascontiguousarray(values, dtype=np.float64)
     if V.ndim != 2 or V.shape[0] < 1:
         raise ValueError("values must be a non-empty 2-d array (users x features).")
-    if not np.isfinite(V).all():
-        raise ValueError("values must be finite.")
     eps0 = float(release_epsilon)
     if not (math.isfinite(eps0) and eps0 > 0):
         raise ValueError(f"release_epsilon must be a finite number > 0, got {eps0!r}.")
-    quantile, rule_scale = spread_rule(V.shape[0], eps0)
+    n, d = V.shape
+    quantile, rule_scale = spread_rule(n, eps0)
     scale = rule_scale if scale is None else float(scale)
     if not 0 < scale <= 2.0 ** 64:
         raise ValueError(f"scale must be in (0, 2**64], got {scale!r}.")
+    grid_index, pos_index = _grid_indices()
+    le, non_finite = _grid_counts(_row_blocks(V), grid_index, d)
+    if non_finite.any():
+        raise ValueError("values must be finite.")
     rng = generator_from(make_seed_sequence(random_state))
+    # Per column, a median release then a spread release: draw their Gumbel
+    # noise (sizes fixed by the grids, never by the data) up front in that
+    # order, so that every column's counts come from one pass over V and the
+    # random stream is that of releasing them one after another.
+    noise = [(rng.gumbel(size=le.shape[1] - 1), rng.gumbel(size=pos_index.size))
+             for _ in range(d)]
     grid, pos = bounds_grid(), _positive_grid()
-    d = V.shape[1]
+    t = np.empty(d)
+    for j in range(d):
+        k = _exponential_mechanism_from_noise(-_median_costs(le[j], n), eps0, 1.0,
+                                              noise[j][0])
+        t[j] = 0.5 * grid[k] + 0.5 * grid[k + 1]
+    # b[j, k] = #{users: |v - t_j| <= pos[k]} (an overflowing |v - t| is inf,
+    # above every grid point, as in a sort)
+    b, _ = _grid_counts(_distance_blocks(V, t), pos_index, d)
     lower, upper = np.empty(d), np.empty(d)
     for j in range(d):
-        v = np.sort(V[:, j])
-        k = exponential_mechanism(-median_costs(v, grid), eps0, 1.0, rng)
-        t = 0.5 * grid[k] + 0.5 * grid[k + 1]
-        w = np.sort(np.abs(v - t))
-        s = pos[exponential_mechanism(-quantile_costs(w, pos, quantile),
-                                      eps0, 1.0, rng)]
-        lower[j], upper[j] = t - scale * s, t + scale * s
+        s = pos[_exponential_mechanism_from_noise(
+            -_quantile_costs(b[j], n, quantile), eps0, 1.0, noise[j][1])]
+        lower[j], upper[j] = t[j] - scale * s, t[j] + scale * s
     return lower, upper
 
 

@@ -71,3 +71,21 @@ def test_bad_inputs():
         gumbel_max([np.nan, 0.0], rng)
     with pytest.raises(ValueError):
         gumbel_max([-np.inf, -np.inf], rng)
+
+
+def test_noise_drawn_up_front_gives_the_same_releases():
+    # private_bounds draws the Gumbel noise of all its releases first (sizes
+    # fixed by the grids): the same indices as sampling one after another
+    from skuserdp.mechanisms._exponential import _exponential_mechanism_from_noise
+
+    rng = np.random.default_rng(0)
+    scores = [rng.integers(0, 50, size=k).astype(float) for k in (1, 3, 4098, 17)]
+    one_by_one = np.random.default_rng(5)
+    expected = [exponential_mechanism(-s, 0.7, 1.0, one_by_one) for s in scores]
+    up_front = np.random.default_rng(5)
+    noise = [up_front.gumbel(size=s.shape) for s in scores]
+    got = [_exponential_mechanism_from_noise(-s, 0.7, 1.0, g)
+           for s, g in zip(scores, noise)]
+    assert got == expected
+    with pytest.raises(ValueError, match="shape"):
+        _exponential_mechanism_from_noise(-scores[1], 0.7, 1.0, noise[0])

@@ -22,11 +22,17 @@ from skuserdp.mean import (
     UserMeanEstimator,
     WinsorizedMeanEstimator,
 )
-from skuserdp.mechanisms import bounds_failure_probability, bounds_grid, private_bounds
+from skuserdp.mechanisms import (
+    bounds_failure_probability,
+    bounds_grid,
+    exponential_mechanism,
+    private_bounds,
+)
 from skuserdp.mechanisms._private_bounds import (
     BOUNDS_QUANTILE,
     median_costs,
     quantile_costs,
+    spread_rule,
 )
 from skuserdp.privacy import (
     PureDP,
@@ -36,6 +42,7 @@ from skuserdp.privacy import (
     zcdp_rho_for,
 )
 from skuserdp.testing import audit_estimator
+from skuserdp.utils._random import generator_from, make_seed_sequence
 
 
 # ------------------------------------------------------------ exact privacy map
@@ -102,6 +109,91 @@ def test_users_inside_one_grid_cell_get_a_box_around_them():
     for seed in range(20):
         lo, hi = private_bounds(v, 0.05, random_state=seed)
         assert lo[0] <= v.min() and v.max() <= hi[0] and hi[0] - lo[0] < 200
+
+
+# ------------------------------------- the counting passes (issue 18, speed)
+def _sorting_private_bounds(values, release_epsilon, *, random_state=None):
+    """The sort-based implementation (before issue 18), column by column."""
+    V = np.asarray(values, dtype=np.float64)
+    quantile, scale = spread_rule(V.shape[0], release_epsilon)
+    rng = generator_from(make_seed_sequence(random_state))
+    grid = bounds_grid()
+    pos = grid[grid.size // 2:]
+    lower, upper = np.empty(V.shape[1]), np.empty(V.shape[1])
+    for j in range(V.shape[1]):
+        v = np.sort(V[:, j])
+        k = exponential_mechanism(-median_costs(v, grid), release_epsilon, 1.0, rng)
+        t = 0.5 * grid[k] + 0.5 * grid[k + 1]
+        with np.errstate(over="ignore"):
+            w = np.sort(np.abs(v - t))
+        s = pos[exponential_mechanism(-quantile_costs(w, pos, quantile),
+                                      release_epsilon, 1.0, rng)]
+        lower[j], upper[j] = t - scale * s, t + scale * s
+    return lower, upper
+
+
+def _awkward_columns(rng, n):
+    grid = bounds_grid()
+    on_grid = rng.choice(grid, size=n)
+    return np.column_stack([
+        rng.normal(40.0, 5.0, n),
+        rng.standard_normal(n) * 10.0 ** rng.uniform(-80, 80, n),  # every scale
+        on_grid,  # exactly on grid points, and their neighbours
+        np.nextafter(on_grid, np.inf), np.nextafter(on_grid, -np.inf),
+        rng.choice([0.0, -0.0, 5e-324, -5e-324, 2.0 ** -300, 1e300, -1e300], n),
+        np.full(n, -3.0),  # one value: a flat box
+        rng.choice([-1.7e308, 1.7e308], n),  # |v - t| overflows to inf
+    ])
+
+
+@pytest.mark.parametrize("block_rows", [3, 2048])
+@pytest.mark.parametrize("eps0", [0.01, 1.0, 1e4])
+def test_counting_passes_give_the_sorting_release_bit_for_bit(monkeypatch, block_rows,
+                                                              eps0):
+    # the same box, and the same random stream, as sorting every column:
+    # the counts are exact and the draws are made in the same order
+    import skuserdp.mechanisms._private_bounds as pb
+
+    monkeypatch.setattr(pb, "_BLOCK_ROWS", block_rows)
+    monkeypatch.setattr(pb, "_BLOCKS_PER_COUNT", 2)
+    rng = np.random.default_rng(7)
+    for n in [1, 2, 5, 400]:
+        V = _awkward_columns(rng, n)
+        for seed in range(3):
+            ours = private_bounds(V, eps0, random_state=seed)
+            theirs = _sorting_private_bounds(V, eps0, random_state=seed)
+            for a, b in zip(ours, theirs):
+                assert a.tobytes() == b.tobytes()
+
+
+def test_grid_index_is_searchsorted():
+    from skuserdp.mechanisms._private_bounds import _GridIndex, _positive_grid
+
+    rng = np.random.default_rng(0)
+    for grid in [bounds_grid(), _positive_grid()]:
+        index = _GridIndex(grid)
+        x = np.concatenate([
+            rng.standard_normal(20000) * 10.0 ** rng.uniform(-320, 308, 20000),
+            grid, np.nextafter(grid, np.inf), np.nextafter(grid, -np.inf),
+            [0.0, -0.0, 5e-324, -5e-324, 1.7976931348623157e308,
+             -1.7976931348623157e308, 2.0 ** 300, -(2.0 ** 300)]]).reshape(-1, 1)
+        out = np.empty(x.shape, dtype=np.intp)
+        buffers = (np.empty(x.shape, np.uint64), np.empty(x.shape),
+                   np.empty(x.shape, bool))
+        index.indices(x, out, buffers)
+        np.testing.assert_array_equal(out[:, 0],
+                                      np.searchsorted(grid, x[:, 0], side="left"))
+        # non-finite values get their own index, past the grid
+        bad = np.array([[np.inf], [-np.inf], [np.nan]])
+        out = np.empty(bad.shape, dtype=np.intp)
+        index.indices(bad, out, tuple(b[:3] for b in buffers))
+        assert (out == grid.size + 1).all()
+
+
+def test_non_finite_values_are_refused():
+    for bad in [np.nan, np.inf, -np.inf]:
+        with pytest.raises(ValueError, match="finite"):
+            private_bounds(np.array([[1.0, 2.0], [3.0, bad]]), 1.0, random_state=0)
 
 
 # --------------------------------------------------------------- budget split
