@@ -33,9 +33,8 @@ from ..mechanisms import (
     calibrate_discrete_gaussian_rho,
     calibrate_discrete_laplace,
     choose_grid,
-    encode_contributions,
-    exact_sum,
 )
+from ..mechanisms._lattice import encode_sum
 from ..privacy import (
     ZCDP,
     ApproxDP,
@@ -267,10 +266,11 @@ def clip_noise_from_plan(user_means, plan, *, center=None, random_state=None,
             f"{(plan.n_users, plan.n_features)}."
         )
     center = check_center(center, plan.n_features)
-    K = encode_contributions(U, center=center, radius=plan.ball, grid=plan.grid,
-                             norm=plan.norm)
+    # exact_sum(encode_contributions(...)), block by block
+    total = encode_sum(U, center=center, radius=plan.ball, grid=plan.grid,
+                       norm=plan.norm)
     seed_sequence = make_seed_sequence(random_state)
-    noisy = add_noise(exact_sum(K), plan.noise, seed_sequence, n_jobs=n_jobs)
+    noisy = add_noise(total, plan.noise, seed_sequence, n_jobs=n_jobs)
     return center + plan.grid * (noisy.astype(np.float64) / plan.n_users)
 
 

@@ -316,7 +316,7 @@ class DiscreteDistributionEstimator(UserLevelMixin, BaseEstimator):
                 freqs, epsilon=self.epsilon, delta=self.delta, tau=tau, bound=1.0,
                 samples_per_user=None, sub_gaussian_sigma=None, tau_share=0.1,
                 gamma=self.alpha, calibration=self.calibration,
-                random_state=self.random_state, n_jobs=self.n_jobs)
+                random_state=self.random_state, n_jobs=self.n_jobs, overwrite=True)
         self.probabilities_ = project_to_simplex(location)
         self.classes_ = classes.copy()
         self.route_ = route

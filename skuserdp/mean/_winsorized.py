@@ -126,12 +126,11 @@ from ..mechanisms import (
     add_noise,
     calibrate_discrete_laplace,
     choose_grid,
-    encode_contributions,
-    exact_sum,
     padded_dimension,
     private_range_window,
     round_up_fraction,
 )
+from ..mechanisms._lattice import encode_sum
 from ..mechanisms._private_range import MAX_BINS, sample_bins
 from ..privacy import (
     ApproxDP,
@@ -153,7 +152,7 @@ from ..privacy import (
     zcdp_rho_for,
 )
 from ..utils._docstrings import fill_doc
-from ..utils._numeric import stable_norm
+from ..utils._numeric import all_finite, stable_norm
 from ..utils._random import generator_from, make_seed_sequence
 from ..utils._validation import check_bound, check_positive_scalar
 from ._concentration import (
@@ -491,9 +490,8 @@ def _winsorize_chunk(Yt, plan, range_seed):
     eps = np.full(Yt.shape[0], plan.range_epsilon)
     bins, _ = sample_bins(Yt, eps, plan.value_range, plan.bin_width, rng)
     mids = -plan.value_range + (bins + 0.5) * plan.bin_width
-    K = encode_contributions(Yt.T, center=mids, radius=plan.halfwidth,
-                             grid=plan.grid, norm="linf")
-    return mids, exact_sum(K)
+    return mids, encode_sum(Yt.T, center=mids, radius=plan.halfwidth,
+                            grid=plan.grid, norm="linf")
 
 
 def winsorized_mean_from_plan(vectors, plan, *, random_state=None, n_jobs=None):
@@ -535,15 +533,15 @@ def winsorized_mean_from_plan(vectors, plan, *, random_state=None, n_jobs=None):
             f"vectors must have shape ({plan.n_users}, {plan.n_features}) to match "
             f"the plan, got {V.shape}."
         )
-    if not np.isfinite(V).all():
+    if not all_finite(V):
         raise ValueError("vectors must be finite.")
     rot_seed, range_seed, noise_seed = make_seed_sequence(random_state).spawn(3)
     d, d_pad, n = plan.n_features, plan.n_padded, plan.n_users
     if plan.route.startswith("box"):
         norm = "l2" if plan.route == "box-zcdp" else "l1"
-        K = encode_contributions(V, center=np.zeros(d), radius=plan.halfwidth,
-                                 grid=plan.grid, norm=norm)
-        noisy = add_noise(exact_sum(K), plan.noise, noise_seed, n_jobs=n_jobs)
+        total = encode_sum(V, center=np.zeros(d), radius=plan.halfwidth,
+                           grid=plan.grid, norm=norm)
+        noisy = add_noise(total, plan.noise, noise_seed, n_jobs=n_jobs)
         return plan.grid * (noisy.astype(np.float64) / n)
     rotation = None
     if d_pad > 1:
@@ -644,15 +642,20 @@ def _resolve_tau(tau, *, n_users, n_features, value_range, samples_per_user,
 
 def _winsorized_mean(user_means, *, epsilon, delta, tau, bound, samples_per_user,
                      sub_gaussian_sigma, tau_share, gamma, calibration,
-                     random_state, n_jobs):
-    """:func:`winsorized_mean`, returning the plan (with τ and the route)."""
+                     random_state, n_jobs, overwrite=False):
+    """:func:`winsorized_mean`, returning the plan (with τ and the route).
+
+    ``overwrite=True``: the caller's float64 ``user_means`` (a temporary it
+    owns) is clipped in place instead of copied.
+    """
     U = np.asarray(user_means, dtype=np.float64)
     if U.ndim != 2:
         raise ValueError(f"user_means must be 2-d, got shape {U.shape}.")
     n_users, n_features = U.shape
     b = check_bound(bound, n_features)
     value_range = _value_range(b)
-    U = np.clip(U, -b, b)  # per-user projection onto the public box: free
+    # per-user projection onto the public box: free
+    U = np.clip(U, -b, b, out=U if overwrite and U is user_means else None)
     if not 0 < tau_share < 1:
         raise ValueError(f"tau_share must be in (0, 1), got {tau_share!r}.")
     budget = _budget(epsilon, delta)
@@ -1028,7 +1031,7 @@ class WinsorizedMeanEstimator(UserLevelMeanEstimator):
         # the box is centred at the origin for the pure core
         mid = budget.midpoint
         mean, loss, plan = _winsorized_mean(
-            U - mid,
+            U - mid, overwrite=True,
             epsilon=budget.epsilon,
             delta=budget.delta,
             tau=self.tau,

@@ -21,6 +21,7 @@ The grid depends only on public quantities (radius, dimension, number of
 users), never on the data.
 """
 
+import functools
 import math
 
 import numpy as np
@@ -214,9 +215,19 @@ def encode_contributions(values, *, center, radius, grid, norm="l2"):
         raise ValueError("values must be finite.")
     grid = _check_grid(grid)
     center = np.asarray(center, dtype=np.float64)
-    Y = _clip_centred(values, center, float(radius), norm) / grid
+    return _encode(values, center, float(radius), grid, norm)
+
+
+def _encode(values, center, radius, grid, norm):
+    """:func:`encode_contributions` on finite ``values`` (arguments checked)."""
+    Y = _clip_centred(values, center, radius, norm) / grid
     K = np.rint(Y).astype(np.int64)
-    bound = lattice_contribution_radius(float(radius) / grid, values.shape[1], norm)
+    bound = lattice_contribution_radius(radius / grid, values.shape[1], norm)
+    return _shrink_failing_rows(K, bound, norm)
+
+
+def _shrink_failing_rows(K, bound, norm):
+    """Shrink every row of ``K`` whose exact norm exceeds ``bound`` (in place)."""
     ok = _row_norm_ok(K, bound, norm)
     while not ok.all():
         bad = ~ok
@@ -224,6 +235,148 @@ def encode_contributions(values, *, center, radius, grid, norm="l2"):
         K[bad] = np.trunc(K[bad] * factor[:, None]).astype(np.int64)
         ok = _row_norm_ok(K, bound, norm)
     return K
+
+
+#: rows per block of :func:`encode_sum` (a few hundred kB per temporary)
+_BLOCK_ROWS = 2048
+
+
+def encode_sum(values, *, center, radius, grid, norm="l2"):
+    """``exact_sum(encode_contributions(values, ...))`` without the integer table.
+
+    Every row is encoded independently of the others, so the rows are
+    encoded and summed in blocks: the same exact int64 sums, in memory and
+    time proportional to one pass over ``values``, with no ``n_users ×
+    n_features`` temporaries. When the rounded vectors and all partial sums
+    are provably below 2^53 (public: the norm bound of a contribution, the
+    number of rows and the grid), the integers are held in float64, where
+    they are exact, and their norms are checked in float64 (exact for such
+    integers) before the rows that fail are shrunk in int64 exactly as in
+    :func:`encode_contributions`.
+
+    Parameters
+    ----------
+    values : ndarray of shape (n_users, n_features)
+        One statistic per user, finite floats.
+    center : float or ndarray of shape (n_features,)
+        Public centre of the ball.
+    radius : float
+        Public radius of the ball in ``norm``, ``> 0``.
+    grid : float
+        Power-of-two grid step from :func:`choose_grid`.
+    norm : {"l1", "l2", "linf"}, default="l2"
+        Norm of the ball.
+
+    Returns
+    -------
+    total : ndarray of shape (n_features,), dtype int64
+        ``exact_sum(encode_contributions(values, center=center,
+        radius=radius, grid=grid, norm=norm))``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skuserdp.mechanisms._lattice import encode_sum
+    >>> encode_sum(np.array([[3.0, 4.0], [0.3, 0.0]]), center=0.0, radius=1.0,
+    ...            grid=0.25).tolist()
+    [3, 3]
+    """
+    _check_norm(norm)
+    values = np.asarray(values, dtype=np.float64)
+    if values.ndim != 2:
+        raise ValueError(f"values must be 2-d, got shape {values.shape}.")
+    grid = _check_grid(grid)
+    center = np.asarray(center, dtype=np.float64)
+    radius = float(radius)
+    n, d = values.shape
+    bound = lattice_contribution_radius(radius / grid, d, norm)
+    # float64 holds every rounded entry, row norm and partial column sum
+    # exactly when they stay below 2^53 (a row failing the check exceeds the
+    # bound by float round-off only, hence the margin); multiplying by
+    # 1/grid or by scale/grid equals dividing by the power of two grid, up
+    # to results that round to 0 either way, for 2^-1000 <= grid <= 2^1000
+    fast = ((n + 1) * bound < 2.0 ** 52
+            and 1.01 * (bound * bound if norm == "l2" else bound) < 2.0 ** 53
+            and 2.0 ** -1000 <= grid <= 2.0 ** 1000)
+    limit = None
+    if fast:  # the exact check of _row_norm_ok, on integers held in floats
+        limit = (math.floor(bound * bound * (1 - 1e-12)) if norm == "l2"
+                 else math.floor(bound))
+    total = np.zeros(d, dtype=np.int64)
+    float_total = np.zeros(d)
+    rows = min(n, _BLOCK_ROWS)
+    buffers = (np.empty((rows, d)), np.empty((rows, d)) if norm == "l1" else None)
+    ones = np.ones(rows)
+    for start in range(0, n, _BLOCK_ROWS):
+        block = values[start:start + _BLOCK_ROWS]
+        Y = (_FAST_BLOCKS[norm](block, center, radius, grid, buffers) if fast
+             else None)
+        if Y is None:  # the general path, on this block
+            if not np.isfinite(block).all():
+                raise ValueError("values must be finite.")
+            total += exact_sum(_encode(block, center, radius, grid, norm))
+        elif (_float_row_norms(Y, norm, buffers[1]) <= limit).all():
+            float_total += ones[:Y.shape[0]] @ Y  # exact in any order
+        else:
+            K = _shrink_failing_rows(Y.astype(np.int64), bound, norm)
+            total += exact_sum(K)
+    return total + float_total.astype(np.int64)
+
+
+def _float_row_norms(Y, norm, scratch):
+    """Row norms (squared for ℓ2) of integer-valued floats, as _row_norm_ok
+    computes them in int64 (exact here: every value is below 2^53)."""
+    if norm == "l2":
+        return np.einsum("ij,ij->i", Y, Y)
+    A = np.abs(Y, out=scratch[:Y.shape[0]] if scratch is not None else None)
+    return A.sum(axis=1) if norm == "l1" else A.max(axis=1)
+
+
+def _fast_radial_block(block, center, radius, grid, buffers, norm):
+    """``rint(_clip(block - center) / grid)`` as floats for ``norm`` ℓ2 or ℓ1,
+    as in :func:`encode_contributions`, or None when a row needs the general
+    path (a difference or a norm out of float range, a nonzero ℓ2 row whose
+    norm is below :data:`TINY_NORM`, a subnormal scale)."""
+    D = buffers[0][:block.shape[0]]
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        np.subtract(block, center, out=D)
+        if norm == "l2":
+            norms = np.sqrt(np.einsum("ij,ij->i", D, D))
+        else:
+            norms = np.abs(D, out=buffers[1][:block.shape[0]]).sum(axis=1)
+    if not np.isfinite(norms).all():
+        return None
+    if norm == "l2":
+        tiny = norms < TINY_NORM
+        if tiny.any() and np.abs(D[tiny]).max() > 0:
+            return None
+    # _clip's scale = min(1, radius / norm), then / grid, in one product
+    with np.errstate(divide="ignore"):
+        factor = np.minimum(1.0, radius / norms) / grid
+    if factor.min() < 2.0 ** -1022:
+        return None
+    np.multiply(D, factor[:, None], out=D)
+    return np.rint(D, out=D)
+
+
+def _fast_linf_block(block, center, radius, grid, buffers):
+    """``rint(clip(block - center, ±radius) / grid)`` as floats, or None when
+    a difference is not finite (the general path)."""
+    D = buffers[0][:block.shape[0]]
+    with np.errstate(over="ignore", invalid="ignore"):
+        np.subtract(block, center, out=D)
+        if not np.isfinite(np.sum(D)):  # an overflowing sum only costs time
+            return None
+    np.clip(D, -radius, radius, out=D)
+    np.multiply(D, 1.0 / grid, out=D)
+    return np.rint(D, out=D)
+
+
+_FAST_BLOCKS = {
+    "l2": functools.partial(_fast_radial_block, norm="l2"),
+    "l1": functools.partial(_fast_radial_block, norm="l1"),
+    "linf": _fast_linf_block,
+}
 
 
 def exact_sum(contributions):

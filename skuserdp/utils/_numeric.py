@@ -4,7 +4,7 @@ import math
 
 import numpy as np
 
-__all__ = ["stable_norm"]
+__all__ = ["all_finite", "stable_norm"]
 
 #: norms below this may have lost precision to underflowing squares
 TINY_NORM = 2.0 ** -500
@@ -45,3 +45,29 @@ def stable_norm(vector):
         return norm
     with np.errstate(over="ignore"):
         return float(top * np.linalg.norm(v / top))
+
+
+def all_finite(array):
+    """``np.isfinite(array).all()``, without an array-sized temporary when the
+    sum of the entries is finite (then none is infinite or NaN).
+
+    Parameters
+    ----------
+    array : array-like of floats
+
+    Returns
+    -------
+    finite : bool
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skuserdp.utils._numeric import all_finite
+    >>> all_finite([1.0, 2.0]), all_finite([1e308, 1e308]), all_finite([1.0, np.nan])
+    (True, True, False)
+    """
+    A = np.asarray(array)
+    with np.errstate(over="ignore", invalid="ignore"):
+        if np.isfinite(np.sum(A)):
+            return True
+    return bool(np.isfinite(A).all())

@@ -193,3 +193,84 @@ def test_release_on_lattice_outputs_grid_points():
                              np.random.SeedSequence(1))
     units = out / 2.0 ** -6
     np.testing.assert_array_equal(units, np.round(units))
+
+
+# ------------------------------------------- encode_sum: the sum, block by block
+def _encode_sum_cases(rng):
+    """(values, center, radius, grid, norm): data of every scale, zero rows,
+    rows far outside, tiny rows, differences that overflow, odd grids."""
+    for trial in range(240):
+        n, d = int(rng.integers(1, 60)), int(rng.integers(1, 9))
+        norm = ["l1", "l2", "linf"][trial % 3]
+        scale = 10.0 ** rng.uniform(-200, 200) if trial % 4 == 0 else 1.0
+        V = rng.standard_normal((n, d)) * scale
+        if trial % 5 == 1:
+            V[rng.random(n) < 0.3] = 0.0  # users exactly at the centre
+        if trial % 5 == 2:
+            V[rng.random((n, d)) < 0.2] = rng.choice([1e300, -1e300, 1e-300])
+        if trial % 5 == 3:
+            V = rng.integers(-3, 4, size=(n, d)).astype(float)
+        if trial % 7 == 6:  # grids the fast path leaves to the general one
+            scale = 2.0 ** int(rng.choice([-1000, 1000]))
+            V = rng.standard_normal((n, d)) * scale
+        center = rng.standard_normal(d) * scale if trial % 2 else 0.0
+        radius = scale * 10.0 ** rng.uniform(-3, 3)
+        yield V, center, radius, choose_grid(radius, d, n, norm), norm
+
+
+@pytest.mark.parametrize("block_rows", [1, 7, 2048])
+def test_encode_sum_is_the_exact_sum_of_the_encoded_rows(monkeypatch, block_rows):
+    import skuserdp.mechanisms._lattice as lat
+
+    monkeypatch.setattr(lat, "_BLOCK_ROWS", block_rows)
+    rng = np.random.default_rng(block_rows)
+    for V, center, radius, grid, norm in _encode_sum_cases(rng):
+        kw = dict(center=center, radius=radius, grid=grid, norm=norm)
+        with np.errstate(all="ignore"):
+            expected = exact_sum(encode_contributions(V, **kw))
+        total = lat.encode_sum(V, **kw)
+        assert total.dtype == np.int64
+        np.testing.assert_array_equal(total, expected)
+
+
+@pytest.mark.parametrize("norm", ["l1", "l2", "linf"])
+def test_encode_sum_takes_the_fast_path_and_repairs_failing_rows(monkeypatch, norm):
+    # the float path is used on ordinary data, and a row that fails the exact
+    # norm check there is shrunk in int64 exactly as encode_contributions does
+    import skuserdp.mechanisms._lattice as lat
+
+    calls = []
+    fast = dict(lat._FAST_BLOCKS)
+    monkeypatch.setattr(lat, "_FAST_BLOCKS", {
+        k: (lambda *a, _f=f: calls.append(1) or _f(*a)) for k, f in fast.items()})
+    rng = np.random.default_rng(0)
+    V = rng.standard_normal((5000, 3)) * 2.0
+    grid = choose_grid(1.0, 3, 5000, norm)
+    expected = exact_sum(encode_contributions(V, center=0.0, radius=1.0, grid=grid,
+                                              norm=norm))
+    total = lat.encode_sum(V, center=0.0, radius=1.0, grid=grid, norm=norm)
+    np.testing.assert_array_equal(total, expected)
+    assert len(calls) == 3  # every block, on the fast path
+    # rows pushed outside the ball (as float round-off could) are shrunk in
+    # int64 exactly as encode_contributions shrinks them
+    monkeypatch.setattr(lat, "_FAST_BLOCKS", {
+        k: (lambda *a, _f=f: np.rint(_f(*a) * 1.01)) for k, f in fast.items()})
+    K = np.rint(encode_contributions(V, center=0.0, radius=1.0, grid=grid,
+                                     norm=norm) * 1.01).astype(np.int64)
+    bound = lattice_contribution_radius(1.0 / grid, 3, norm)
+    assert not lat._row_norm_ok(K, bound, norm).all()  # some rows do fail
+    expected = exact_sum(lat._shrink_failing_rows(K, bound, norm))
+    total = lat.encode_sum(V, center=0.0, radius=1.0, grid=grid, norm=norm)
+    np.testing.assert_array_equal(total, expected)
+
+
+def test_encode_sum_refuses_what_encode_contributions_refuses():
+    import skuserdp.mechanisms._lattice as lat
+
+    for bad in [np.nan, np.inf]:
+        with pytest.raises(ValueError, match="finite"):
+            lat.encode_sum(np.array([[1.0], [bad]]), center=0.0, radius=1.0, grid=0.5)
+    with pytest.raises(ValueError, match="power of two"):
+        lat.encode_sum(np.zeros((1, 1)), center=0.0, radius=1.0, grid=0.3)
+    assert lat.encode_sum(np.zeros((0, 2)), center=0.0, radius=1.0,
+                          grid=0.5).tolist() == [0, 0]
