@@ -191,6 +191,29 @@ def _gaussian_tail_radius(sigma, d, beta):
     return sigma * (math.sqrt(d) + math.sqrt(2.0 * math.log(1.0 / beta)))
 
 
+#: rows per block of the distance pass (a few hundred kB per temporary)
+_BLOCK_ROWS = 2048
+
+
+def _clipped_distances(U, c, r):
+    """``np.minimum(np.linalg.norm(U - c, axis=1), r)[:, None]``, computed
+    block by block: the same values (``linalg.norm`` is ``sqrt(add.reduce(x
+    * x, axis=1))``, row by row) without an ``n × d`` temporary."""
+    n, d = U.shape
+    dist = np.empty((n, 1))
+    buffer = np.empty((min(n, _BLOCK_ROWS), d))
+    for start in range(0, n, _BLOCK_ROWS):
+        block = U[start:start + _BLOCK_ROWS]
+        D = buffer[:block.shape[0]]
+        out = dist[start:start + _BLOCK_ROWS, 0]
+        np.subtract(block, c, out=D)
+        np.multiply(D, D, out=D)
+        np.add.reduce(D, axis=1, out=out)
+        np.sqrt(out, out=out)
+        np.minimum(out, r, out=out)
+    return dist
+
+
 def coinpress_mean(user_means, plan, *, center, radius0, spread=None,
                    scale_factor=1.2, final_scale_factor=None, beta=0.01, box=None,
                    random_state=None, n_jobs=None):
@@ -277,7 +300,7 @@ def coinpress_mean(user_means, plan, *, center, radius0, spread=None,
         if spread is not None:
             r = _gaussian_tail_radius(math.sqrt(cplan.noise_variance), d, beta)
             continue
-        dist = np.minimum(np.linalg.norm(U - c, axis=1), r)[:, None]
+        dist = _clipped_distances(U, c, r)
         dplan = plan_clip_noise(n, 1, budget=plan.spread_budgets[t], radius=r / 2.0)
         mean_dist = float(clip_noise_from_plan(
             dist, dplan, center=np.array([r / 2.0]), random_state=seeds[2 * t + 1])[0])

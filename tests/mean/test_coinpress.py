@@ -394,3 +394,17 @@ def test_final_scale_factor_sets_the_last_radius_and_may_grow_it(monkeypatch):
     last_sd = math.sqrt(plans[-2][2].noise_variance)
     assert radii[-1] == pytest.approx(3.0 * max(last_dist, 2 * last_sd), rel=1e-12)
     assert radii[-1] > radii[-2]  # the last ball is wider than the previous one
+
+
+def test_distance_pass_gives_the_norms_of_linalg(monkeypatch):
+    # the mean distances are computed block by block (issue 18): the same
+    # values as np.linalg.norm on the whole table
+    rng = np.random.default_rng(0)
+    for block_rows in [1, 5, 2048]:
+        monkeypatch.setattr(cp, "_BLOCK_ROWS", block_rows)
+        for d in [1, 3, 64]:
+            U = rng.standard_normal((301, d)) * 10.0 ** rng.uniform(-100, 100)
+            c = rng.standard_normal(d) * np.abs(U).max()
+            for r in [np.inf, float(np.median(np.linalg.norm(U - c, axis=1)))]:
+                expected = np.minimum(np.linalg.norm(U - c, axis=1), r)[:, None]
+                assert cp._clipped_distances(U, c, r).tobytes() == expected.tobytes()
