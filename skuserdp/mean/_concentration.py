@@ -289,14 +289,29 @@ def private_tau(vectors, epsilon, *, value_range, gamma, rng):
     if not 0 < gamma < 1:
         raise ValueError(f"gamma must be in (0, 1), got {gamma!r}.")
     perm = rng.permutation(n)
-    a, b = perm[0:2 * n_pairs:2], perm[1:2 * n_pairs:2]
-    diff = V[a] - V[b]
-    dist = np.sqrt(np.einsum("ij,ij->i", diff, diff))
+    dist = _pair_distances(V, perm[0:2 * n_pairs:2], perm[1:2 * n_pairs:2])
     radii = tau_grid(value_range)
     half = epsilon / 2.0
     j_med = exponential_mechanism(_median_scores(dist, radii), half, 1.0, rng)
     lo, scores = _upper_scores(dist, radii, j_med, half)
     return float(radii[lo + exponential_mechanism(scores, half, 1.0, rng)])
+
+
+#: pairs per block of :func:`_pair_distances` (a few hundred kB per temporary)
+_BLOCK_PAIRS = 2048
+
+
+def _pair_distances(V, a, b):
+    """``‖V[a] − V[b]‖`` of every pair (the same values as
+    ``np.sqrt(np.einsum("ij,ij->i", V[a] − V[b], V[a] − V[b]))``, row by
+    row), block by block without ``n × d`` temporaries."""
+    dist = np.empty(a.shape[0])
+    for start in range(0, a.shape[0], _BLOCK_PAIRS):
+        rows = slice(start, start + _BLOCK_PAIRS)
+        diff = V[a[rows]]
+        diff -= V[b[rows]]
+        np.sqrt(np.einsum("ij,ij->i", diff, diff), out=dist[rows])
+    return dist
 
 
 def _pairs_inside(dist, radii):

@@ -398,6 +398,19 @@ def test_private_tau_handles_all_pairs_between_two_grid_points():
     assert np.all(taus >= 4.0) and np.median(taus) <= dist_max * math.sqrt(2)
 
 
+def test_pair_distances_are_computed_as_on_the_whole_table(monkeypatch):
+    # block by block (issue 18): the same distances as V[a] - V[b] at once
+    rng = np.random.default_rng(3)
+    V = rng.standard_normal((1001, 7)) * 10.0 ** rng.uniform(-50, 50, (1001, 1))
+    perm = rng.permutation(1001)
+    a, b = perm[0:1000:2], perm[1:1000:2]
+    diff = V[a] - V[b]
+    expected = np.sqrt(np.einsum("ij,ij->i", diff, diff))
+    for block in [1, 3, 2048]:
+        monkeypatch.setattr(conc, "_BLOCK_PAIRS", block)
+        assert conc._pair_distances(V, a, b).tobytes() == expected.tobytes()
+
+
 def test_private_tau_scores_have_sensitivity_one():
     # Replacing one user changes one pair distance; both steps' scores may
     # then move by at most 1 (the exponential mechanisms' Delta).
