@@ -690,7 +690,8 @@ def _bounded_coarse(Y, epsilon, delta, bound, M, m, *, random_state):
 
 def person_level_mean(user_means, *, epsilon, delta, moment_order=2.0,
                       moment_bound=1.0, samples_per_user, n_threads="auto",
-                      bound=None, beta=0.1, calibration="tight", random_state=None):
+                      bound=None, beta=0.1, calibration="tight", random_state=None,
+                      offset=None):
     """(ε, δ)-DP person-level mean in d dimensions (AKMMSU Algorithm 4).
 
     Disjoint groups of users, drawn by a data-independent permutation:
@@ -756,6 +757,10 @@ def person_level_mean(user_means, *, epsilon, delta, moment_order=2.0,
     calibration : {"tight", "paper"}, default="tight"
         See above.
     random_state : int, RandomState, SeedSequence or None, default=None
+    offset : ndarray of shape (n_features,), default=None
+        Public point subtracted from every user's mean: the same result as
+        ``user_means - offset``, without a copy of the table (each group is
+        gathered, then shifted in place).
 
     Returns
     -------
@@ -826,6 +831,9 @@ def person_level_mean(user_means, *, epsilon, delta, moment_order=2.0,
     T = U[order[n_c:n_c + n_tau]]
     P = U[order[n_c + n_tau:n_c + n_tau + n_t]]
     V = U[order[n_c + n_tau + n_t:]]
+    if offset is not None:
+        for group in (Y, T, P, V):
+            group -= offset  # (U - offset)[rows], without copying U
     coarse_budget = (epsilon / 2, delta / 2) if paper else (epsilon, delta)
     if bound is not None and not paper:
         center, coarse_loss = _bounded_coarse(Y, epsilon, delta, bound, M, m,
@@ -847,7 +855,9 @@ def person_level_mean(user_means, *, epsilon, delta, moment_order=2.0,
     else:
         layer_budget = (advanced_composition_step(epsilon / 4, delta / 8, L),
                         delta / (8 * L))
-    blocks = np.array_split(np.arange(P.shape[0]), L)
+    # consecutive blocks of P: slices (views), as np.array_split(arange) gives
+    blocks = [slice(int(b[0]), int(b[-1]) + 1) if b.size else slice(0, 0)
+              for b in np.array_split(np.arange(P.shape[0]), L)]
     layer_seeds = seeds[2].spawn(L)
     layer_losses = []
     centers = [center]
@@ -856,14 +866,15 @@ def person_level_mean(user_means, *, epsilon, delta, moment_order=2.0,
         rho = radii[i] if i < len(radii) else center_error + spread
         if i >= len(radii):
             radii = radii + [rho]
-        center, layer_zcdp = clip_noise_mean(P[rows], epsilon=layer_budget[0],
+        layer = P[rows]
+        center, layer_zcdp = clip_noise_mean(layer, epsilon=layer_budget[0],
                                              delta=layer_budget[1], radius=rho,
                                              center=center, random_state=seed)
         layer_losses.append(zcdp_to_approx_dp(layer_zcdp.rho, layer_budget[1]))
         centers.append(center)
         # Public bound on this layer's noise (Gaussian of per-coordinate sd
         # ≈ (2ρ/n_l)/√(2ρ_zCDP), norm ≤ sd(√d + √(2 ln 20)) w.p. 0.95).
-        noise_sd = 2.0 * rho / len(rows) / math.sqrt(2.0 * layer_zcdp.rho)
+        noise_sd = 2.0 * rho / layer.shape[0] / math.sqrt(2.0 * layer_zcdp.rho)
         center_error = noise_sd * (math.sqrt(d) + math.sqrt(2.0 * math.log(20.0)))
     final_eps, final_delta = (epsilon / 4, delta / 4) if paper else (epsilon, delta)
     balance = (M * (V.shape[0] * final_eps) ** (1 / k) * d ** (0.5 - 1 / k)
@@ -1692,8 +1703,9 @@ class ThreadedClipNoiseEstimator(UserLevelMeanEstimator):
         # centre the data at the box's midpoint: the paper's bound R on |mu_j|
         mid = budget.midpoint
         bound = float(np.max(budget.half_width))
-        U = U - mid
         moment_bound = self.moment_bound
+        if self.method == "pure" or d == 1 or self.delta == 0:
+            U = U - mid  # (Algorithm 4 below shifts its groups instead)
         if self.method == "pure":
             if self.delta != 0:
                 raise ValueError(
@@ -1731,6 +1743,6 @@ class ThreadedClipNoiseEstimator(UserLevelMeanEstimator):
             U, epsilon=eps, delta=delta, moment_order=self.moment_order,
             moment_bound=moment_bound, samples_per_user=self.samples_per_user,
             n_threads=self.n_threads, bound=bound, calibration=self.calibration,
-            random_state=budget.random_state)
+            random_state=budget.random_state, offset=mid)
         self.radii_ = list(info["radii"]) + [info["final_radius"]]
         return mid + mean, loss
