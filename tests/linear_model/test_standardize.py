@@ -19,8 +19,10 @@ import pytest
 from sklearn.linear_model import LinearRegression
 
 import skuserdp.linear_model._dpsgd as dpsgd
+import skuserdp.linear_model._sgd as sgd
 import skuserdp.linear_model._standardize as stdz
 from skuserdp.linear_model import UserDPSGDClassifier, UserDPSGDRegressor
+from skuserdp.mean import plan_clip_noise
 from skuserdp.privacy import ZCDP, ApproxDP, compose, split_zcdp, zcdp_rho_for
 from skuserdp.privacy._conversion import zcdp_to_approx_dp
 from skuserdp.testing import audit_estimator
@@ -233,6 +235,58 @@ def test_coefficients_are_mapped_back_exactly(monkeypatch):
     _, rest_eps = split_zcdp(1.0, 1e-6, 0.2)
     assert seen["kw"]["epsilon"] == rest_eps
     assert seen["kw"]["row_bound"] == pytest.approx(math.hypot(3 * math.sqrt(2), 1))
+
+
+def test_standardisation_noise_is_calibrated_to_its_charged_share(monkeypatch):
+    # Exact, at the estimator: the plans the releases actually draw their
+    # noise from are calibrated to the budget charged for them (each
+    # standardisation release ZCDP(share·ρ/2), each step the rest of ρ over
+    # T), and the fitted spend is the composition of exactly these releases.
+    X, y, groups = _data()
+    eps, delta, share, n_steps = 1.0, 1e-6, 0.3, 3
+    seen = {stdz: [], sgd: []}
+    for module in seen:
+        def spy(U, plan, *, real=module.clip_noise_from_plan, log=seen[module],
+                **kw):
+            out = real(U, plan, **kw)
+            log.append((plan, kw.get("center"), out))
+            return out
+        monkeypatch.setattr(module, "clip_noise_from_plan", spy)
+    # numeric clip_norm and learning_rate: no other release
+    reg = UserDPSGDRegressor(**SBOX, epsilon=eps, delta=delta, standardize=True,
+                             standardize_share=share, clip_norm=1.0,
+                             learning_rate=0.1, max_iter=n_steps,
+                             random_state=0).fit(X, y, groups=groups)
+    rho = zcdp_rho_for(eps, delta)
+    half = ZCDP(share * rho / 2)
+    (p1, c1, out1), (p2, c2, _) = seen[stdz]
+    # in box units the box is [-1, 1]²: the centre release is centred at 0
+    # with the box's circumscribed radius; the deviations' at half their
+    # reach from the released centre
+    np.testing.assert_array_equal(c1, [0.0, 0.0])
+    assert p1 == plan_clip_noise(200, 2, budget=half, radius=math.sqrt(2))
+    reach = np.maximum(1.0 - np.clip(out1, -1, 1), np.clip(out1, -1, 1) + 1.0)
+    np.testing.assert_allclose(c2, reach / 2, rtol=1e-15)
+    assert p2 == plan_clip_noise(200, 2, budget=half,
+                                 radius=float(np.linalg.norm(reach / 2)))
+    for plan in (p1, p2):
+        # without plan_clip_noise: the noise's own zCDP at a sensitivity that
+        # covers any move across the clipping ball is the charged half
+        assert plan.sensitivity >= 2 * plan.radius / plan.grid
+        noise_rho = plan.noise.privacy(plan.sensitivity).rho
+        assert noise_rho <= half.rho and noise_rho == pytest.approx(half.rho,
+                                                                    rel=1e-9)
+    # the steps: the rest of ρ, over T
+    _, rest_eps = split_zcdp(eps, delta, share)
+    step = plan_clip_noise(200, 3, budget=ZCDP(zcdp_rho_for(rest_eps, delta)
+                                               / n_steps), radius=1.0)
+    assert [p for p, _, _ in seen[sgd]] == [step] * n_steps
+    # the spend: exactly these releases, at most ρ, the standardisation's
+    # part share·ρ
+    assert p1.loss.rho + p2.loss.rho == pytest.approx(share * rho, rel=1e-9)
+    assert reg.privacy_loss_.rho == pytest.approx(
+        p1.loss.rho + p2.loss.rho + n_steps * step.loss.rho, rel=1e-12)
+    assert reg.rho_ <= rho
 
 
 def test_large_budget_recovers_ols_on_badly_scaled_features():
