@@ -11,6 +11,7 @@
   OLS on features whose spreads differ by 10⁴; clear errors; audits (slow).
 """
 
+import dataclasses
 import math
 import re
 
@@ -360,26 +361,142 @@ def test_non_zcdp_plan_is_refused(monkeypatch):
 
 
 # ------------------------------------------------------------------ audits
+# Design (the earlier audit, ε = 1, δ = 1e-6, share 0.5, statistic
+# feature_center_ or intercept_, 5000 runs, had no power: noise 4x too small,
+# even 20x for the target, left ε_lb far below 1):
+#
+# * the release the moved user affects carries (nearly) all of ρ:
+#   standardize_share = 0.99 when a feature moves, 0.01 when the target moves
+#   (then only the gradient steps see it), and max_iter = 1 with numeric
+#   clip_norm and learning_rate (no other release);
+# * the pair moves one user across the whole box: its contribution changes by
+#   the release's full sensitivity;
+# * the statistic combines every release that user affects (both
+#   standardisation releases: their Gaussian log-likelihood ratio; for the
+#   target, the one gradient step's intercept coordinate);
+# * δ = 1e-3 and ε = 2: the same code path as δ = 1e-6 (δ enters only
+#   through ρ = zcdp_rho_for(ε, δ) and split_zcdp; the plans are the same zCDP
+#   plans), but at δ = 1e-6 most of ε sits in tails that a few thousand runs
+#   cannot resolve (a 4x noise bug reached ε_lb 0.67 < 1 on the features).
+#
+# What it catches (1000 runs per dataset, ~2000 fits, measured with
+# random_state 0 to 3): noise 4x too small, in the standardisation or in the
+# steps, gives ε_lb 2.9-3.8 > 2 (the parametrized positive control); 3x gives
+# 2.2-2.8 (all 8 audits flag it); 2x gives 1.6-1.7 (random_state 0), not
+# flagged. The real estimator: ε_lb 0.0-0.54. Smaller bugs are left to the
+# exact test above (test_standardisation_noise_is_calibrated_to_its_charged_share),
+# which checks the wiring without statistics.
+AUDIT_EPS, AUDIT_DELTA, AUDIT_RUNS = 2.0, 1e-3, 1000
+
+
+def _undernoised(real, factor):
+    """``plan_clip_noise`` whose noise is ``factor`` times too small (it is
+    calibrated to ``factor²·ρ``) while its loss is the honest plan's: the bug
+    the audit must catch."""
+    def plan(n_users, n_features, *, budget, radius, **kw):
+        assert isinstance(budget, ZCDP)
+        honest = real(n_users, n_features, budget=budget, radius=radius, **kw)
+        weak = real(n_users, n_features, budget=ZCDP(factor ** 2 * budget.rho),
+                    radius=radius, **kw)
+        return dataclasses.replace(weak, loss=honest.loss)
+    return plan
+
+
+class _StandardisationTranscript:
+    """Audit statistic over both standardisation releases, as released
+    (before the clip of the centre and the floors of the spread).
+
+    The spend charged for the standardisation covers the transcript of its
+    two releases, so any function of it is a valid audit statistic. The
+    fitted ``feature_scale_`` is a poor one: with the users at the box's
+    edge the released deviation sits under its noise floor, which erases it.
+    Every user is at x = -1 except the first, at -1 (X) or +1 (X'). Release
+    1 (centre; contributions x): the others give -1, the first ∓1. Release 2
+    (mean absolute deviation from the released centre ĉ; contributions
+    |x − ĉ|): the others ĉ + 1, the first ĉ + 1 (X) or 1 − ĉ (X'). Only these
+    known values and public ones (ĉ, n, each plan's noise variance s²) enter:
+    the statistic is the Gaussian log-likelihood ratio
+    Σ_k Δ_k / s_k² · (release_k − midpoint_k), Δ_k the move of the mean
+    from X to X'. Fits must run in this process (``n_jobs=1``).
+    """
+
+    def __init__(self, monkeypatch, n_users):
+        self.n, self.terms, self.centre = n_users, [], None
+        self.real = stdz.clip_noise_from_plan
+        monkeypatch.setattr(stdz, "clip_noise_from_plan", self._run)
+
+    def _run(self, U, plan, **kw):
+        out = self.real(U, plan, **kw)
+        n = self.n
+        if not self.terms:  # the centre
+            a, b = -1.0, 1.0
+            self.centre = float(np.clip(out[0], -1.0, 1.0))
+            others = -(n - 1) / n
+        else:  # the deviations from the released centre
+            a, b = self.centre + 1.0, 1.0 - self.centre
+            others = (n - 1) * a / n
+        mid = others + (a + b) / (2 * n)
+        self.terms.append((b - a) / n / plan.noise_variance * (out[0] - mid))
+        return out
+
+    def __call__(self, estimator):
+        assert len(self.terms) == 2
+        value, self.terms = float(sum(self.terms)), []
+        return value
+
+
+def _steps_intercept(audited):
+    """The model's intercept on the standardised scale, ``W_b = intercept_ +
+    coef_·feature_center_`` (the boxes are [-1, 1]: box units are data
+    units). After one step from 0 with η = 1 it is minus the released mean
+    gradient's intercept coordinate (no projection: ‖θ‖ stays far below the
+    radius 5)."""
+    est = audited.fitted_
+    return float(est.intercept_ + est.coef_ @ est.feature_center_)
+
+
 @pytest.mark.slow
+@pytest.mark.parametrize("noise_factor", [1.0, 4.0],
+                         ids=["real", "positive_control_noise_4x_too_small"])
 @pytest.mark.parametrize("which", ["features", "target"])
-def test_audit_standardised_regressor(which, xy_audited):
-    n = 10
-    X = np.column_stack([-np.ones(n), -np.ones(n)])
+def test_audit_standardised_regressor(which, noise_factor, xy_audited,
+                                      monkeypatch):
+    # one feature and the target, every user at the box's edge; the
+    # features pair has 100 users so that the released centre stays near
+    # -1 (then the deviation release moves by nearly its sensitivity), the
+    # target pair 10 so that the released spread is huge (see below)
+    n = 100 if which == "features" else 10
+    X = -np.ones((n, 2))
     Xp = X.copy()
-    if which == "features":  # one user's row moves across the box
-        Xp[0, 0] = 1.0
-        stat = lambda e: float(e.fitted_.feature_center_[0])  # noqa: E731
-    else:  # one user's target flips: only the gradient steps see it
-        Xp[0, 1] = 1.0
-        stat = lambda e: float(e.fitted_.intercept_)  # noqa: E731
     g = np.arange(n)
-    reg = UserDPSGDRegressor(epsilon=1.0, standardize=True, standardize_share=0.5,
-                             clip_norm=1.0, max_iter=1, bounds=(-1.0, 1.0),
-                             target_bounds=(-1.0, 1.0))
+    common = dict(epsilon=AUDIT_EPS, delta=AUDIT_DELTA, standardize=True,
+                  clip_norm=1.0, learning_rate=1.0, max_iter=1,
+                  bounds=(-1.0, 1.0), target_bounds=(-1.0, 1.0))
+    if which == "features":
+        # one user's feature moves across the box: both standardisation
+        # releases move by their full sensitivity (the deviation's nearly:
+        # 2|ĉ|/(1 + |ĉ|) of it, ĉ ≈ -1)
+        Xp[0, 0] = 1.0
+        reg = UserDPSGDRegressor(standardize_share=0.99, **common)
+        statistic = _StandardisationTranscript(monkeypatch, n)
+        broken = (stdz, "plan_clip_noise")
+    else:
+        # one user's target flips: only the gradient step sees it. With 1 %
+        # of ρ the released spread is huge (its noise floor), so the
+        # standardised rows are ≈ (0, 1) and the flip moves the intercept
+        # coordinate of the clipped mean gradient by ≈ 2C/n
+        Xp[0, 1] = 1.0
+        reg = UserDPSGDRegressor(standardize_share=0.01, **common)
+        statistic = _steps_intercept
+        broken = (sgd, "plan_clip_noise")
+    if noise_factor != 1.0:
+        monkeypatch.setattr(*broken, _undernoised(getattr(*broken), noise_factor))
     res = audit_estimator(xy_audited(reg), X, Xp, groups=g, groups_prime=g.copy(),
-                          statistic=stat, n_runs=5000,
-                          random_state=0)
-    assert not res.violation, str(res)
+                          statistic=statistic, n_runs=AUDIT_RUNS, random_state=0,
+                          n_jobs=1)
+    assert res.epsilon_claimed == pytest.approx(AUDIT_EPS, rel=1e-6)
+    assert res.delta == AUDIT_DELTA
+    assert res.violation == (noise_factor != 1.0), str(res)
 
 
 def test_standardize_auto_is_on_exactly_when_it_applies():
