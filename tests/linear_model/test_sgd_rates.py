@@ -30,21 +30,31 @@ stationary variance is η²s²/(κ(2 + κ)). To second order in the angle
 
 linear in ν = 1/n up to the factor 1/(2 + κ). The slope of log E against
 log n is therefore −1 + Δ with Δ = −log((2 + κ_3)/(2 + κ_1))/log(n_3/n_1),
-a deterministic correction computed from the plans (|Δ| ≈ 0.05 here; the
-test asserts |Δ| ≤ 0.06).
+a deterministic correction computed from the plans (|Δ| ≈ 0.10 here; the
+test asserts |Δ| ≤ 0.11).
+
+Cost. κ ∝ n/T (η ∝ 1/(ν√T), ν ∝ √T/n), so κT — the number of steps the
+tail average mixes over — and E φ² do not depend on T: halving T (from
+400) doubles κ and Δ but leaves the precision of the excess unchanged
+(measured sd of b_r: 0.11 at T = 100, 0.08 at T = 200, 0.09 at T = 400).
+T = 200 keeps κ ≤ 0.4 and |Δ| ≈ 0.1.
 
 Statistics (as in tests/mean/test_person_level_rates.py). In each of R
-repetitions the excess is measured at n1 < n2 < n3 (geometric grid, factor
-2) and the per-repetition slope b_r = (log e3 − log e1)/log(n3/n1) is
-taken; the test is two-sided:
+repetitions the excess is measured at n1 and n3 = 4·n1 and the
+per-repetition slope b_r = (log e3 − log e1)/log(n3/n1) is taken (the
+least-squares slope over the geometric grid n1, 2n1, 4n1 is this same
+difference: a middle size would add nothing to it); the test is two-sided:
 
     |mean_r b_r − (−1 + Δ)| ≤ t_{R−1}(1 − α/2)·sd(b_r)/√R,   α = 1e-3,
 
 and it asserts that this tolerance is below 1/4, so that the rates −1/2
 (noise ∝ 1/√n) and −2 (a ν² law) are excluded: the design cannot pass
-vacuously. The level is checked too: the mean excess at each n is within a
-CLT interval (α = 1e-3, Bonferroni) of the prediction times (1 ± 1%) for
-the second-order approximation.
+vacuously. With R = 12 and sd(b_r) ≈ 0.09 the tolerance is ≈ 0.12. The
+level is checked too: the mean excess at n1 and n3 is within a CLT
+interval (α = 1e-3, Bonferroni) of the prediction times (1 ± 1%) for the
+second-order approximation. A privacy term ∝ n^(-1/2) (the noise
+calibrated to a budget shrinking like 1/n, so ν ∝ n^(-1/2)) gives slopes near
+−0.53 and is rejected (``test_theorem3_slope_check_rejects_a_slower_rate``).
 
 Phased ERM in m (issue 15). Same loss and ball, in p = 2 dimensions: the
 winsorized aggregator's noise is proportional to τ once its range step is
@@ -81,14 +91,16 @@ import numpy as np
 import pytest
 from scipy import stats
 
+import skuserdp.linear_model._sgd as sgd_module
 from skuserdp.linear_model import (
     phased_erm,
     plan_gradient_descent,
     plan_phased_erm,
     private_gradient_descent,
 )
+from skuserdp.privacy import ZCDP
 
-P, R_BALL, T, ZNORM = 16, 1.0, 400, 0.5
+P, R_BALL, T, ZNORM = 16, 1.0, 200, 0.5
 N_GRID = (1450, 2900, 5800)
 
 
@@ -130,30 +142,58 @@ def test_plans_noise_scales_as_one_over_n():
     # the regime of the module docstring: κ small, mixing within the tail
     for plan in plans:
         _, kappa = _prediction(plan)
-        assert 0.04 <= kappa <= 0.25 and kappa * T / 2 >= 8
+        assert 0.08 <= kappa <= 0.45 and kappa * T / 2 >= 8
+
+
+def _slope_check(reps):
+    """Per-repetition slopes of log excess in n over (n1, n3), their
+    prediction −1 + Δ and the t-tolerance (module docstring)."""
+    sizes = (N_GRID[0], N_GRID[-1])
+    plans = [_plan(n) for n in sizes]
+    preds = np.array([_prediction(p)[0] for p in plans])
+    kappas = [_prediction(p)[1] for p in plans]
+    span = math.log(sizes[1] / sizes[0])
+    delta = -math.log((2 + kappas[1]) / (2 + kappas[0])) / span
+    e = np.array([[_excess(n, r) for n in sizes] for r in range(reps)])
+    assert np.all(e > 0)
+    b = (np.log(e[:, 1]) - np.log(e[:, 0])) / span
+    tol = stats.t.ppf(1 - 5e-4, reps - 1) * b.std(ddof=1) / math.sqrt(reps)
+    return b, delta, tol, e, preds
 
 
 @pytest.mark.slow
 def test_theorem3_privacy_term_slope_in_n():
-    reps = 24
-    plans = [_plan(n) for n in N_GRID]
-    preds = np.array([_prediction(p)[0] for p in plans])
-    kappas = [_prediction(p)[1] for p in plans]
-    span = math.log(N_GRID[2] / N_GRID[0])
-    delta = -math.log((2 + kappas[2]) / (2 + kappas[0])) / span
-    assert abs(delta) <= 0.06
-    e = np.array([[_excess(n, r) for n in N_GRID] for r in range(reps)])
-    assert np.all(e > 0)
-    b = (np.log(e[:, 2]) - np.log(e[:, 0])) / span
-    tol = stats.t.ppf(1 - 5e-4, reps - 1) * b.std(ddof=1) / math.sqrt(reps)
+    reps = 12
+    b, delta, tol, e, preds = _slope_check(reps)
+    assert abs(delta) <= 0.11
     assert tol < 0.25
     msg = f"slopes {b.mean():.3f} vs {-1 + delta:.3f} ± {tol:.3f}; " \
           f"means {e.mean(0)} vs predicted {preds}"
     assert abs(b.mean() - (-1 + delta)) <= tol, msg
     # the level: CLT interval around the prediction (±1% for the model)
-    z = stats.norm.ppf(1 - 1e-3 / (2 * len(N_GRID)))
+    z = stats.norm.ppf(1 - 1e-3 / (2 * len(preds)))
     se = e.std(0, ddof=1) / math.sqrt(reps)
     assert np.all(np.abs(e.mean(0) - preds) <= z * se + 0.01 * preds), msg
+
+
+@pytest.mark.slow
+def test_theorem3_slope_check_rejects_a_slower_rate(monkeypatch):
+    # The check can fail: plans whose noise is calibrated to a budget that
+    # shrinks like 1/n (ν ∝ n^(-1/2), so the privacy term ∝ n^(-1/2)/(2 + κ))
+    # give slopes near −0.5 + Δ ≈ −0.53, rejected against −1 + Δ ≈ −1.03
+    # even with half the repetitions (a wider tolerance). Measured: −0.50 ±
+    # 0.25 with 6 repetitions, −0.52 ± 0.13 with the real test's 12; the real
+    # plans give −1.09 against −1.10 ± 0.11.
+    real = sgd_module.plan_clip_noise
+
+    def shrinking_budget(n_users, n_features, *, budget, **kw):
+        shrunk = ZCDP(budget.rho * N_GRID[0] / n_users)
+        return real(n_users, n_features, budget=shrunk, **kw)
+
+    monkeypatch.setattr(sgd_module, "plan_clip_noise", shrinking_budget)
+    b, delta, tol, _, _ = _slope_check(6)
+    assert abs(b.mean() - (-0.5 + delta)) <= tol  # the slower rate, measured
+    assert abs(b.mean() - (-1 + delta)) > tol, (b.mean(), delta, tol)
 
 
 # ------------------------------------------------------ Theorem 4: m rows
