@@ -387,7 +387,9 @@ class UserLevelMeanEstimator(UserLevelMixin, BaseEstimator):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-            Rows of all users, finite. Not modified.
+            Rows of all users, finite. Not modified. A Dask array or
+            DataFrame is accepted: the per-user aggregation then runs on
+            Dask (user guide, "Data larger than memory").
         y : None
             Ignored. If ``y`` is given without ``groups`` a
             :class:`~skuserdp.exceptions.YIgnoredWarning` is raised: user ids
@@ -396,7 +398,9 @@ class UserLevelMeanEstimator(UserLevelMixin, BaseEstimator):
             User id of every row (any hashable labels; a pandas Series is
             fine). This defines the unit of privacy. ``None`` treats every
             row as its own user and emits an
-            :class:`~skuserdp.exceptions.ItemLevelPrivacyWarning`.
+            :class:`~skuserdp.exceptions.ItemLevelPrivacyWarning`. With a
+            Dask DataFrame ``X``, the name of its user-id column (not a
+            feature then) or a Dask Series partitioned like ``X``.
 
         Returns
         -------

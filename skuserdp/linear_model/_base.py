@@ -208,7 +208,7 @@ class _UserDPLinearModel(UserLevelMixin, BaseEstimator):
         codes, n_users = resolve_user_codes(self, groups, X.shape[0])
         return X, y, codes, n_users
 
-    def _dask_panel(self, X, y, groups):
+    def _dask_panel(self, X, y, groups, target_map=None):
         """Validate Dask input (metadata only) as :meth:`_validate_supervised`
         does in memory; return its :class:`~skuserdp.users._dask.DaskPanel`."""
         if not is_dask_collection(X):
@@ -216,7 +216,7 @@ class _UserDPLinearModel(UserLevelMixin, BaseEstimator):
                              "X as a Dask array or DataFrame too, or all in memory.")
         if groups is None:
             warn_item_level(self, stacklevel=4)
-        panel = DaskPanel(X, groups, y)
+        panel = DaskPanel(X, groups, y, target_map=target_map)
         validate_data(self, panel.meta, skip_check_array=True)
         return panel
 

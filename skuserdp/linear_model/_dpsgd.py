@@ -9,6 +9,7 @@ ids into per-user average gradients and public constants.
 
 import math
 import warnings
+from functools import partial
 from numbers import Integral, Real
 
 import numpy as np
@@ -23,12 +24,11 @@ from ..mean._clip_noise import clip_noise_from_plan, plan_clip_noise
 from ..mechanisms._private_bounds import private_quantile
 from ..privacy import ZCDP, compose, split_for_public_bounds, split_zcdp
 from ..utils._docstrings import fill_doc
-from ..users._aggregate import _means_by_code
+from ..users._dask import is_dask_collection
 from ..utils._random import make_seed_sequence
 from ._base import (
     BOX_PARAMS_DOC,
     _UserDPLinearModel,
-    in_memory_user_columns,
     project_rows,
 )
 from ._losses import get_loss
@@ -39,7 +39,8 @@ from ._sgd import (
     plan_phased_erm,
     private_gradient_descent,
 )
-from ._standardize import private_standardization, standardized_row_bound
+from ._rows import DaskRows, InMemoryRows
+from ._standardize import standardization_from_user_means, standardized_row_bound
 from ._user_gradients import user_gradient_fn
 
 __all__ = ["UserDPSGDRegressor", "UserDPSGDClassifier"]
@@ -59,6 +60,51 @@ def _user_gradient_fn(loss, Xa, y, codes, n_users, n_outputs):
     """``users -> (theta -> per-user average gradients)`` of the data term
     (:func:`skuserdp.linear_model._user_gradients.user_gradient_fn`)."""
     return user_gradient_fn(loss, Xa, y, codes, n_users, n_outputs)
+
+
+# ---------------------------------------------- row-wise maps (picklable)
+def _label_codes(classes, y):
+    """Class codes (float) of the labels ``y``; refuses undeclared labels."""
+    if np.isin(y, classes, invert=True).any():
+        raise ValueError("y contains labels that are not in the declared classes "
+                         f"{classes.tolist()}.")
+    return np.searchsorted(classes, y).astype(np.float64)
+
+
+def _box_units(scale, X, y):
+    """Rows and targets clipped to their boxes, in box units."""
+    return scale.rows(X), scale.targets(y)
+
+
+def _augment_rows(fit_intercept, Z, y):
+    """Rows with a column of ones for the intercept."""
+    if fit_intercept:
+        Z = np.hstack([Z, np.ones((Z.shape[0], 1))])
+    return Z, y
+
+
+def _standardize_rows(center, spread, bound, Z, y):
+    """Standardised rows projected onto the ball of radius ``bound``, with a
+    column of ones (the intercept of the standardised model)."""
+    S = project_rows((Z - center) / spread, bound)
+    return np.hstack([S, np.ones((S.shape[0], 1))]), y
+
+
+def _squared_row_norms(X, y):
+    return np.einsum("ij,ij->i", X, X)[:, None]
+
+
+def _target_column(X, y):
+    return np.asarray(y, dtype=np.float64)[:, None]
+
+
+def _user_means_of_rows(rows, fn):
+    """Each user's mean of ``fn(X)`` over the rows of the row source."""
+    return rows.user_means(partial(_features_only, fn))
+
+
+def _features_only(fn, X, y):
+    return fn(X)
 
 
 class _BaseUserDPSGD(_UserDPLinearModel):
@@ -150,44 +196,60 @@ class _BaseUserDPSGD(_UserDPLinearModel):
                 and (self.aggregator == "clip" or self.calibration == "tight")
                 and (self.sampling_rate is None or self.sampling_rate >= 1))
 
-    def _fit_model(self, make_loss, X, y, codes, n_users, n_outputs,
-                   target_bounds=None):
+    def _rows(self, X, y, groups, *, y_numeric=True):
+        """The row source of a fit (validated): in memory or on Dask.
+
+        Returns ``(rows, y)``; ``y`` is the validated in-memory target array
+        (``None`` for Dask input, whose targets stay in the partitions).
+        """
+        if any(is_dask_collection(v) for v in (X, y, groups)):
+            # a classifier's labels become class codes inside the partitions
+            target_map = None if y_numeric else partial(_label_codes,
+                                                        self._classes(None))
+            return DaskRows(self._dask_panel(X, y, groups, target_map)), None
+        X, y, codes, n_users = self._validate_supervised(X, y, groups,
+                                                         y_numeric=y_numeric)
+        targets = y.astype(np.float64) if y_numeric else y
+        return InMemoryRows(X, targets, codes, n_users), y
+
+    def _fit_model(self, make_loss, rows, n_outputs, target_bounds=None):
         """Fit on the rows clipped to their box in box units (optionally
         privately standardised); return ``(coef, intercept)`` of shapes
         ``(n_outputs, n_features)`` and ``(n_outputs,)`` in the units of
-        ``X`` and ``y``. ``make_loss(y_half)`` builds the loss on the scaled
-        targets."""
+        ``X`` and ``y``. ``rows`` is a row source
+        (:mod:`skuserdp.linear_model._rows`); ``make_loss(y_half)`` builds
+        the loss on the scaled targets."""
         standardize = self._use_standardize()
         scale, pre_loss, epsilon, seed = self._public_scale(
-            X.shape[1], in_memory_user_columns(X, y, codes, n_users),
-            target_bounds=target_bounds)
+            rows.n_features, rows.user_columns(), target_bounds=target_bounds)
         self._record_scale(scale)
         loss = make_loss(scale.y_half)
-        Z, yz = scale.rows(X), scale.targets(y)
+        Z = rows.map(partial(_box_units, scale))
         if not standardize:
-            W = self._fit_parameters(loss, self._augment(Z), yz, codes, n_users,
+            W = self._fit_parameters(loss, Z.map(partial(_augment_rows,
+                                                         bool(self.fit_intercept))),
                                      n_outputs, epsilon=epsilon, random_state=seed,
                                      pre_loss=pre_loss)
             return scale.unscale(*self._set_coef(W))
         pre_budget, eps_rest = split_zcdp(epsilon, self.delta, self.standardize_share)
         seed_scale, seed_fit = make_seed_sequence(seed).spawn(2)
-        ones = np.ones(Z.shape[1])
-        center, spread, std_loss = private_standardization(
-            Z, codes, n_users, budget=pre_budget, lower=-ones, upper=ones,
+        ones = np.ones(Z.n_features)
+        center, spread, std_loss = standardization_from_user_means(
+            partial(_user_means_of_rows, Z), Z.n_users, Z.n_features,
+            budget=pre_budget, lower=-ones, upper=ones,
             random_state=seed_scale, n_jobs=self.n_jobs)
-        bound = standardized_row_bound(Z.shape[1])
-        S = project_rows((Z - center) / spread, bound)
-        Sa = np.hstack([S, np.ones((S.shape[0], 1))])
+        bound = standardized_row_bound(Z.n_features)
         W = self._fit_parameters(
-            loss, Sa, yz, codes, n_users, n_outputs, epsilon=eps_rest,
-            row_bound=float(np.hypot(bound, 1.0)), random_state=seed_fit,
+            loss, Z.map(partial(_standardize_rows, center, spread, bound)), n_outputs,
+            epsilon=eps_rest, row_bound=float(np.hypot(bound, 1.0)),
+            random_state=seed_fit,
             pre_loss=std_loss if pre_loss is None else compose(pre_loss, std_loss))
         coef = W[:, :-1] / spread
         self.feature_center_ = scale.mid + scale.half * center
         self.feature_scale_ = scale.half * spread
         return scale.unscale(coef, W[:, -1] - coef @ center)
 
-    def _private_smoothness(self, loss, Xa, codes, n_users, row_bound, epsilon, seed):
+    def _private_smoothness(self, loss, rows, row_bound, epsilon, seed):
         """``learning_rate="auto"``: the smoothness of the *average* loss.
 
         Its Hessian is at most ``c·mean_u mean_i x̃x̃ᵀ`` (``c`` the loss's
@@ -201,9 +263,8 @@ class _BaseUserDPSGD(_UserDPLinearModel):
         first, eps_rest = split_zcdp(epsilon, self.delta, SMOOTH_SHARE)
         seed_h, seed_rest = make_seed_sequence(seed).spawn(2)
         b2 = float(row_bound) ** 2
-        sq = np.einsum("ij,ij->i", Xa, Xa)[:, None]
-        per_user = _means_by_code(sq, codes, n_users)[0]
-        plan = plan_clip_noise(n_users, 1, budget=first, radius=0.5 * b2)
+        per_user = rows.user_means(_squared_row_norms)
+        plan = plan_clip_noise(rows.n_users, 1, budget=first, radius=0.5 * b2)
         released = clip_noise_from_plan(per_user, plan, center=np.array([0.5 * b2]),
                                         random_state=seed_h)[0]
         upper = min(b2, max(released, 0.0) + 2.0 * math.sqrt(plan.noise_variance))
@@ -211,7 +272,7 @@ class _BaseUserDPSGD(_UserDPLinearModel):
         H = loss.smoothness(math.sqrt(upper)) + float(self.alpha)
         return H, plan.loss, eps_rest, seed_rest
 
-    def _private_intercept(self, y, codes, n_users, epsilon, seed):
+    def _private_intercept(self, rows, epsilon, seed):
         """The starting intercept of ``clip_norm="auto"`` (regression): the
         users' mean target in box units (each user's mean lies in
         ``[-1, 1]``), one clip-and-noise release from ``INTERCEPT_SHARE`` of
@@ -220,9 +281,8 @@ class _BaseUserDPSGD(_UserDPLinearModel):
         target's box. Returns ``(b0, loss, epsilon_rest, seed_rest)``."""
         first, eps_rest = split_zcdp(epsilon, self.delta, INTERCEPT_SHARE)
         seed_b, seed_rest = make_seed_sequence(seed).spawn(2)
-        per_user = _means_by_code(np.asarray(y, dtype=np.float64)[:, None], codes,
-                                  n_users)[0]
-        plan = plan_clip_noise(n_users, 1, budget=first, radius=1.0)
+        per_user = rows.user_means(_target_column)
+        plan = plan_clip_noise(rows.n_users, 1, budget=first, radius=1.0)
         b0 = float(np.clip(clip_noise_from_plan(per_user, plan, random_state=seed_b)[0],
                            -1.0, 1.0))
         return b0, plan.loss, eps_rest, seed_rest
@@ -240,10 +300,10 @@ class _BaseUserDPSGD(_UserDPLinearModel):
         C = private_quantile(norms, 0.5, eps0, random_state=seed_clip)
         return C, loss, eps_rest, seed_rest
 
-    def _fit_parameters(self, loss, Xa, y, codes, n_users, n_outputs,
-                        *, epsilon=None, row_bound=None, random_state=None,
-                        pre_loss=None):
-        """Plan and run the private optimisation; return the parameter matrix.
+    def _fit_parameters(self, loss, rows, n_outputs, *, epsilon=None,
+                        row_bound=None, random_state=None, pre_loss=None):
+        """Plan and run the private optimisation on the augmented rows of the
+        row source ``rows``; return the parameter matrix.
 
         ``epsilon``, ``row_bound`` and ``random_state`` override the
         estimator's (after a private standardisation whose loss ``pre_loss``
@@ -252,27 +312,28 @@ class _BaseUserDPSGD(_UserDPLinearModel):
         epsilon = self.epsilon if epsilon is None else epsilon
         row_bound = self._row_bound if row_bound is None else row_bound
         random_state = self.random_state if random_state is None else random_state
-        n_params = n_outputs * Xa.shape[1]
+        n_params = n_outputs * rows.n_features
+        n_users = rows.n_users
         # targets are in box units: |y| <= 1 (regression; labels for classifiers)
         G, H = self._public_constants(loss, 1.0, row_bound)
         if self.learning_rate == "auto" and self._zcdp_accounting():
             H, smooth_loss, epsilon, random_state = self._private_smoothness(
-                loss, Xa, codes, n_users, row_bound, epsilon, random_state)
+                loss, rows, row_bound, epsilon, random_state)
             pre_loss = (smooth_loss if pre_loss is None
                         else compose(pre_loss, smooth_loss))
         tau = self._tau(G, H, n_params)
         sampling_rate = self._check_sampling()
         clip = None if self.clip_norm == "auto" else float(self.clip_norm)
         lr = None if self.learning_rate == "auto" else float(self.learning_rate)
-        users_fn = _user_gradient_fn(loss, Xa, y, codes, n_users, n_outputs)
-        penalty = self._penalty_gradient(n_outputs, Xa.shape[1])
+        users_fn = rows.gradient_fn(loss, n_outputs, _user_gradient_fn)
+        penalty = self._penalty_gradient(n_outputs, rows.n_features)
         theta0 = np.zeros(n_params)
         learn_clip = (clip is None and self.aggregator == "clip"
                       and self._zcdp_accounting())
         if learn_clip and self.fit_intercept and not loss.is_classification:
             # start at a private intercept (the users' mean target, box units)
             theta0[-1], icpt_loss, epsilon, random_state = self._private_intercept(
-                y, codes, n_users, epsilon, random_state)
+                rows, epsilon, random_state)
             pre_loss = icpt_loss if pre_loss is None else compose(pre_loss, icpt_loss)
         if learn_clip:
             clip, clip_loss, epsilon, random_state = self._private_clip_norm(
@@ -628,7 +689,9 @@ class UserDPSGDRegressor(RegressorMixin, _BaseUserDPSGD):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-            Rows of all users. Not modified.
+            Rows of all users. Not modified. A Dask array or DataFrame is
+            accepted, with ``y`` partitioned like it (user guide, "Data
+            larger than memory").
         y : array-like of shape (n_samples,)
             Targets. Not modified.
         groups : array-like of shape (n_samples,), default=None
@@ -641,13 +704,12 @@ class UserDPSGDRegressor(RegressorMixin, _BaseUserDPSGD):
         self : object
             The fitted estimator.
         """
-        X, y, codes, n_users = self._validate_supervised(X, y, groups)
+        rows, _ = self._rows(X, y, groups)
 
         def make_loss(y_half):  # the Huber threshold in box units of y
             return get_loss(self.loss, huber_delta=self.huber_delta / y_half)
 
-        coef, intercept = self._fit_model(make_loss, X, y.astype(np.float64), codes,
-                                          n_users, 1, self.target_bounds)
+        coef, intercept = self._fit_model(make_loss, rows, 1, self.target_bounds)
         self.coef_ = coef[0]
         self.intercept_ = float(intercept[0])
         return self
@@ -796,13 +858,12 @@ class UserDPSGDClassifier(ClassifierMixin, _BaseUserDPSGD):
         self.verbose = verbose
 
     def _classes(self, y):
+        """The declared classes (sorted); ``y`` (if not None) must hold no
+        other label."""
         if self.classes is not None:
             classes = np.unique(np.asarray(self.classes))
-            unknown = ~np.isin(y, classes)
-            if unknown.any():
-                raise ValueError(
-                    "y contains labels that are not in the declared classes "
-                    f"{classes.tolist()}.")
+            if y is not None:
+                _label_codes(classes, y)
             return classes
         raise ValueError(
             f"{type(self).__name__} needs classes=[...], the public set of labels: "
@@ -816,7 +877,9 @@ class UserDPSGDClassifier(ClassifierMixin, _BaseUserDPSGD):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-            Rows of all users. Not modified.
+            Rows of all users. Not modified. A Dask array or DataFrame is
+            accepted, with ``y`` partitioned like it (user guide, "Data
+            larger than memory").
         y : array-like of shape (n_samples,)
             Labels. Not modified.
         groups : array-like of shape (n_samples,), default=None
@@ -829,20 +892,21 @@ class UserDPSGDClassifier(ClassifierMixin, _BaseUserDPSGD):
         self : object
             The fitted estimator.
         """
-        X, y, codes, n_users = self._validate_supervised(X, y, groups,
-                                                         y_numeric=False)
-        check_classification_targets(y)
+        rows, y = self._rows(X, y, groups, y_numeric=False)
+        if y is not None:  # in memory (Dask labels are checked in the partitions)
+            check_classification_targets(y)
         classes = self._classes(y)
         if classes.shape[0] < 2:
             raise ValueError(
                 f"{type(self).__name__} needs at least 2 classes; got "
                 f"{classes.shape[0]} class.")
         self.classes_ = classes
-        y_code = np.searchsorted(classes, y).astype(np.float64)
         loss = get_loss("log_loss", n_classes=classes.shape[0])
         n_outputs = loss.n_outputs(classes.shape[0])
-        self.coef_, self.intercept_ = self._fit_model(lambda _: loss, X, y_code,
-                                                      codes, n_users, n_outputs)
+        if y is not None:
+            rows = InMemoryRows(rows.X, _label_codes(classes, y), rows.codes,
+                                rows.n_users)
+        self.coef_, self.intercept_ = self._fit_model(lambda _: loss, rows, n_outputs)
         return self
 
     def decision_function(self, X):

@@ -585,7 +585,9 @@ class UserDPLinearRegression(RegressorMixin, _UserDPLinearModel):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-            Rows of all users. Not modified.
+            Rows of all users. Not modified. A Dask array or DataFrame is
+            accepted, with ``y`` partitioned like it (user guide, "Data
+            larger than memory").
         y : array-like of shape (n_samples,)
             Targets. Not modified.
         groups : array-like of shape (n_samples,), default=None

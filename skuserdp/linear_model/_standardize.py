@@ -32,6 +32,7 @@ rounded *up*. On the wage panel this floor lifts the lower quartile of R² at
 """
 
 import math
+from functools import partial
 
 import numpy as np
 
@@ -40,8 +41,18 @@ from ..privacy import ZCDP, compose
 from ..users._aggregate import _means_by_code
 from ..utils._random import make_seed_sequence
 
-__all__ = ["private_standardization", "standardized_row_bound",
-           "check_standardize_bounds"]
+__all__ = ["private_standardization", "standardization_from_user_means",
+           "standardized_row_bound", "check_standardize_bounds"]
+
+
+def _clipped(X, *, lower, upper):
+    return np.clip(X, lower, upper)
+
+
+def _abs_deviation(X, *, lower, upper, center):
+    """``|clip(X, lower, upper) − center|``, row-wise."""
+    return np.abs(np.clip(X, lower, upper) - center)
+
 
 #: Floor of a released spread, as a fraction of the public half-range.
 SPREAD_FLOOR = 0.05
@@ -129,18 +140,29 @@ def private_standardization(X, codes, n_users, *, budget, lower, upper,
     >>> center.round(1), scale.round(1), loss.rho <= 1.0
     (array([ 2., -1.]), array([0.5, 0.3]), True)
     """
+    return standardization_from_user_means(
+        lambda fn: _means_by_code(fn(X), codes, n_users)[0], n_users, X.shape[1],
+        budget=budget, lower=lower, upper=upper, random_state=random_state,
+        n_jobs=n_jobs)
+
+
+def standardization_from_user_means(user_means, n_users, n_features, *, budget,
+                                    lower, upper, random_state=None, n_jobs=None):
+    """:func:`private_standardization` given ``user_means(fn)``: each user's
+    mean of ``fn(X)`` (row-wise), one row per user -- in memory, or gathered
+    from Dask partitions (:mod:`skuserdp.linear_model._rows`)."""
     if not isinstance(budget, ZCDP):
         raise TypeError("budget must be a ZCDP loss.")
     n_users = int(n_users)
-    d = X.shape[1]
+    d = int(n_features)
     half = ZCDP(budget.rho / 2.0)
     seed_center, seed_spread = make_seed_sequence(random_state).spawn(2)
-    Xb = np.clip(X, lower, upper)
     # 1. centres: per-user means lie in the box [lower, upper]
     mid, halfrange = (lower + upper) / 2.0, (upper - lower) / 2.0
     plan = plan_clip_noise(n_users, d, budget=half,
                            radius=float(np.linalg.norm(halfrange)))
-    center = clip_noise_from_plan(_means_by_code(Xb, codes, n_users)[0], plan,
+    center = clip_noise_from_plan(user_means(partial(_clipped, lower=lower,
+                                                     upper=upper)), plan,
                                   center=mid, random_state=seed_center,
                                   n_jobs=n_jobs)
     center = np.clip(center, lower, upper)
@@ -149,7 +171,8 @@ def private_standardization(X, codes, n_users, *, budget, lower, upper,
     dev_plan = plan_clip_noise(n_users, d, budget=half,
                                radius=float(np.linalg.norm(reach / 2.0)))
     dev = clip_noise_from_plan(
-        _means_by_code(np.abs(Xb - center), codes, n_users)[0], dev_plan,
+        user_means(partial(_abs_deviation, lower=lower, upper=upper,
+                           center=center)), dev_plan,
         center=reach / 2.0, random_state=seed_spread, n_jobs=n_jobs)
     dev = np.maximum(np.clip(dev, 0.0, reach),
                      NOISE_FLOOR * math.sqrt(dev_plan.noise_variance))

@@ -160,8 +160,19 @@ class _MomentGradients:
     """The second-moments path (affine residual factor ``z − y``)."""
 
     def __init__(self, Xa, y, codes, n_users, n_outputs):
-        self.S, self.b = user_second_moments(Xa, y, codes, n_users)
-        self.n_users = n_users
+        S, b = user_second_moments(Xa, y, codes, n_users)
+        self._set(S, b, n_outputs)
+
+    @classmethod
+    def from_moments(cls, S, b, n_outputs):
+        """From precomputed per-user moments (e.g. gathered from Dask)."""
+        self = cls.__new__(cls)
+        self._set(S, b, n_outputs)
+        return self
+
+    def _set(self, S, b, n_outputs):
+        self.S, self.b = S, b
+        self.n_users = S.shape[0]
         self.n_outputs = n_outputs
         self._all = None
 

@@ -101,16 +101,25 @@ def _rows_and_ids(part, ids, feature_columns):
     return part, ids
 
 
-def _partition_rows(part, ids, target, feature_columns, offset):
+def _partition_rows(part, ids, target, feature_columns, offset, target_map=None):
     """Validated float64 rows (and targets) of a partition, codes and labels.
 
     ``ids`` ``None`` makes every row its own user, labelled ``offset + i``.
+    ``target_map`` (e.g. class labels to codes) maps the raw targets first.
     """
     rows, ids = _rows_and_ids(part, ids, feature_columns)
     X = check_array(rows, dtype=np.float64, order="C", ensure_min_samples=0,
                     input_name="X")
     y = None
     if target is not None:
+        pandas_pair = hasattr(getattr(target, "index", None), "equals") and \
+            hasattr(getattr(part, "index", None), "equals")
+        if pandas_pair and not target.index.equals(part.index):
+            raise ValueError("a partition of y has another index than the "
+                             "matching partition of X: pass y partitioned like X "
+                             "(e.g. frame['target']).")
+        if target_map is not None:
+            target = target_map(np.asarray(target))
         y = check_array(np.asarray(target), dtype=np.float64, ensure_2d=False,
                         ensure_min_samples=0, input_name="y")
         if y.ndim != 1 or y.shape[0] != X.shape[0]:
@@ -126,7 +135,8 @@ def _partition_rows(part, ids, target, feature_columns, offset):
     return X, y, codes, labels
 
 
-def _partial_means(part, ids, feature_columns, scale, target=None, offset=0):
+def _partial_means(part, ids, feature_columns, scale, target=None, offset=0,
+                   target_map=None):
     """Per-user sums and row counts of one partition.
 
     Returns ``(labels, sums, counts)`` with ``labels`` sorted as
@@ -134,7 +144,8 @@ def _partial_means(part, ids, feature_columns, scale, target=None, offset=0):
     rows first (the exact power of two of the overflow recomputation). A
     ``target`` partition is appended to the rows as a last column.
     """
-    X, y, codes, labels = _partition_rows(part, ids, target, feature_columns, offset)
+    X, y, codes, labels = _partition_rows(part, ids, target, feature_columns, offset,
+                                          target_map)
     if y is not None:
         X = np.column_stack([X, y])
     if codes is None:
@@ -167,10 +178,12 @@ def _partial_classes(part, ids, feature_columns, classes, offset=0):
             np.bincount(codes, minlength=n))
 
 
-def _partial_statistics(part, ids, target, feature_columns, offset, statistics):
+def _partial_statistics(part, ids, target, feature_columns, offset, statistics,
+                        target_map=None):
     """Per-user statistics ``statistics(X, y, codes, n_users)`` (each user's
     mean of a function of its rows) of one partition, with row counts."""
-    X, y, codes, labels = _partition_rows(part, ids, target, feature_columns, offset)
+    X, y, codes, labels = _partition_rows(part, ids, target, feature_columns, offset,
+                                          target_map)
     if codes is None:
         width = statistics(np.zeros((1, X.shape[1])), np.zeros(1),
                            np.zeros(1, dtype=np.intp), 1).shape[1]
@@ -334,7 +347,7 @@ def _check_meta(meta, kind):
     return n_features
 
 
-def _target_parts(X, y, n_parts):
+def _target_parts(X, y, n_parts, numeric=True):
     """Delayed partitions of the targets ``y``, matching those of ``X``."""
     import dask.array as da
 
@@ -356,7 +369,7 @@ def _target_parts(X, y, n_parts):
         raise ValueError(f"y has {y.npartitions} partitions but X has {n_parts}: "
                          "pass y partitioned like X (e.g. frame['target']).")
     kind = getattr(getattr(y, "dtype", None), "kind", "O")
-    if kind not in "biuf":
+    if numeric and kind not in "biuf":
         raise ValueError(f"y must be numeric, got dtype {y.dtype}.")
     return y.to_delayed()
 
@@ -369,11 +382,13 @@ class DaskPanel:
     its own user (labelled in row order).
     """
 
-    def __init__(self, X, groups, y=None, *, kind="means"):
+    def __init__(self, X, groups, y=None, *, kind="means", target_map=None):
         self.dask = _dask()
         self.x_parts, self.g_parts, self.features, self.meta = _blocks(X, groups)
         self.n_features = _check_meta(self.meta, kind)
-        self.y_parts = None if y is None else _target_parts(X, y, len(self.x_parts))
+        self.target_map = target_map
+        self.y_parts = None if y is None else _target_parts(
+            X, y, len(self.x_parts), numeric=target_map is None)
         self.item_level = self.g_parts is None
 
     def _parts(self, with_target):
@@ -396,7 +411,8 @@ class DaskPanel:
         part = self.dask.delayed(_partial_means, pure=True)
 
         def sums(scale):
-            return self._compute([part(x, g, self.features, scale, t, off)
+            return self._compute([part(x, g, self.features, scale, t, off,
+                                       self.target_map)
                                   for x, g, t, off in self._parts(with_target)])
 
         labels, total, counts = sums(1.0)
@@ -423,7 +439,8 @@ class DaskPanel:
         """``statistics(X, y, codes, n_users)`` (per-user means of a function
         of the rows and targets) over all partitions, merged by user."""
         part = self.dask.delayed(_partial_statistics, pure=True)
-        return self._compute([part(x, g, t, self.features, off, statistics)
+        return self._compute([part(x, g, t, self.features, off, statistics,
+                                   self.target_map)
                               for x, g, t, off in self._parts(True)],
                              merge=_merge_means)
 

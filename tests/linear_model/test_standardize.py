@@ -218,8 +218,8 @@ def test_coefficients_are_mapped_back_exactly(monkeypatch):
     W = np.array([[0.7, -0.2, 0.05]])  # on the standardised scale
     seen = {}
 
-    def fake_fit(self, loss, Xa, y, codes, n_users, n_outputs, **kw):
-        seen["Za"], seen["kw"] = Xa, kw
+    def fake_fit(self, loss, rows, n_outputs, **kw):
+        seen["Za"], seen["kw"] = rows.X, kw
         return W
 
     monkeypatch.setattr(dpsgd._BaseUserDPSGD, "_fit_parameters", fake_fit)

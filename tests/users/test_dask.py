@@ -20,7 +20,11 @@ distributed = pytest.importorskip("distributed")
 
 import dask  # noqa: E402
 
-from skuserdp.exceptions import ItemLevelPrivacyWarning, YIgnoredWarning  # noqa: E402
+from skuserdp.exceptions import (  # noqa: E402
+    AccuracyWarning,
+    ItemLevelPrivacyWarning,
+    YIgnoredWarning,
+)
 from skuserdp.mean import (  # noqa: E402
     ClipNoiseMeanEstimator,
     CoinPressMeanEstimator,
@@ -267,16 +271,73 @@ def test_linear_regression_dask_checks():
                     groups=ddf["user"])
 
 
-def test_not_yet_supported_estimators_refuse_dask_instead_of_loading_it():
+def _regression_panel(n_users=3000, seed=5):
+    rng = np.random.default_rng(seed)
+    df = _panel(n_users=n_users, seed=seed)
+    score = _features(df).to_numpy() @ [1.0, 2.0, -1.0] + 0.5
+    df["y"] = score + rng.normal(0, 0.3, len(df))
+    df["label"] = np.where(score > 1.0, "high", "low")
+    return df
+
+
+#: DP-SGD configurations: moments (squared loss) and per-step passes (Huber,
+#: log loss), standardisation, Phased ERM, declared and learned boxes
+SGD_CASES = [
+    ("regressor", dict()),
+    ("regressor", dict(standardize=True, loss="huber")),
+    ("regressor", dict(solver="phased_erm", samples_per_user=1,
+                       bounds=(-5.0, 5.0), target_bounds=(-12.0, 12.0))),
+    ("classifier", dict(bounds=(-5.0, 5.0))),
+]
+
+
+@pytest.mark.parametrize("kind, params", SGD_CASES)
+def test_dpsgd_on_cluster_equals_in_memory(kind, params, client):
     from skuserdp.linear_model import UserDPSGDClassifier, UserDPSGDRegressor
+
+    df = _regression_panel()
+    cols = ["x0", "x1", "x2"]
+    if kind == "regressor":
+        make = lambda: UserDPSGDRegressor(max_iter=10, random_state=2,  # noqa: E731
+                                          **params)
+        target = "y"
+    else:
+        make = lambda: UserDPSGDClassifier(  # noqa: E731
+            classes=["high", "low"], max_iter=10, random_state=2, **params)
+        target = "label"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", AccuracyWarning)
+        ref = make().fit(df[cols], df[target], groups=df["user"])
+        ddf = _by_user(df)
+        est = make().fit(ddf[cols], ddf[target], groups=ddf["user"])
+    np.testing.assert_array_equal(est.coef_, ref.coef_)
+    np.testing.assert_array_equal(est.intercept_, ref.intercept_)
+    assert est.n_users_ == ref.n_users_ == 3000
+    assert est.epsilon_ == ref.epsilon_ and est.feature_names_in_.tolist() == cols
+
+
+def test_dpsgd_classifier_dask_labels_are_checked_in_the_partitions():
+    from skuserdp.linear_model import UserDPSGDClassifier
+
+    df = _regression_panel(n_users=100)
+    ddf = dd.from_pandas(df, npartitions=3)
+    X = ddf[["x0", "x1", "x2"]]
+    with dask.config.set(scheduler="sync"):
+        with pytest.raises(ValueError, match="classes=\\[...\\]"):
+            UserDPSGDClassifier(bounds=(-5, 5)).fit(X, ddf["label"],
+                                                    groups=ddf["user"])
+        with pytest.raises(ValueError, match="not in the declared classes"):
+            UserDPSGDClassifier(classes=["high", "mid"], bounds=(-5, 5)).fit(
+                X, ddf["label"], groups=ddf["user"])
+
+
+def test_not_yet_supported_estimators_refuse_dask_instead_of_loading_it():
     from skuserdp.model_selection import PrivateGridSearch, select_model_privately
+    from skuserdp.linear_model import UserDPSGDRegressor
 
     X = da.ones((40, 2), chunks=10)
     y = da.ones(40, chunks=10)
     g = np.repeat(np.arange(20), 2)
-    for est in (UserDPSGDRegressor(), UserDPSGDClassifier(classes=[0, 1])):
-        with pytest.raises(NotImplementedError, match="Dask input"):
-            est.fit(X, y, groups=g)
     search = PrivateGridSearch(ClipNoiseMeanEstimator(bounds=(0, 2)),
                                {"calibration": ["tight", "paper"]}, epsilon=1.0,
                                loss_bound=4.0)
