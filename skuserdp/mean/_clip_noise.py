@@ -106,15 +106,19 @@ def clip_noise_mean(user_means, *, epsilon, delta, radius, center=None,
 
 
 def _clip_noise_mean(user_means, *, epsilon, delta, radius, center, calibration,
-                     random_state, n_jobs):
-    """:func:`clip_noise_mean`, returning the plan instead of its loss."""
+                     random_state, n_jobs, rows=None, shift=None):
+    """:func:`clip_noise_mean`, returning the plan instead of its loss.
+
+    ``rows``, ``shift``: release the mean of ``user_means[rows] - shift``
+    (public row indices and point), without copying those rows.
+    """
     U = np.asarray(user_means, dtype=np.float64)
-    n_users, n_features = U.shape
+    n_users = U.shape[0] if rows is None else len(rows)
     budget = ApproxDP(epsilon, delta) if delta > 0 else PureDP(epsilon)
-    plan = plan_clip_noise(n_users, n_features, budget=budget, radius=radius,
+    plan = plan_clip_noise(n_users, U.shape[1], budget=budget, radius=radius,
                            calibration=calibration)
-    mean = clip_noise_from_plan(U, plan, center=center, random_state=random_state,
-                                n_jobs=n_jobs)
+    center = check_center(center, plan.n_features)
+    mean = _release(U, plan, center, random_state, n_jobs, rows=rows, shift=shift)
     return mean, plan
 
 
@@ -266,9 +270,15 @@ def clip_noise_from_plan(user_means, plan, *, center=None, random_state=None,
             f"{(plan.n_users, plan.n_features)}."
         )
     center = check_center(center, plan.n_features)
+    return _release(U, plan, center, random_state, n_jobs)
+
+
+def _release(U, plan, center, random_state, n_jobs, rows=None, shift=None):
+    """The release of :func:`clip_noise_from_plan` (arguments checked), of
+    ``U[rows] - shift`` when given."""
     # exact_sum(encode_contributions(...)), block by block
     total = encode_sum(U, center=center, radius=plan.ball, grid=plan.grid,
-                       norm=plan.norm)
+                       norm=plan.norm, rows=rows, shift=shift)
     seed_sequence = make_seed_sequence(random_state)
     noisy = add_noise(total, plan.noise, seed_sequence, n_jobs=n_jobs)
     return center + plan.grid * (noisy.astype(np.float64) / plan.n_users)

@@ -247,7 +247,7 @@ def private_tau_feasible(n_users, epsilon, gamma):
     return (int(n_users) // 2) * epsilon >= _tau_needed(gamma)
 
 
-def private_tau(vectors, epsilon, *, value_range, gamma, rng):
+def private_tau(vectors, epsilon, *, value_range, gamma, rng, transform=None):
     """ε-DP estimate of the spread of per-user vectors (pair distances).
 
     Parameters
@@ -264,6 +264,11 @@ def private_tau(vectors, epsilon, *, value_range, gamma, rng):
         itself does not depend on it), in ``(0, 1)``.
     rng : numpy.random.Generator
         Randomness for the pairing and the mechanisms (never the data).
+    transform : callable, default=None
+        A per-row map applied (it may work in place) to every block of rows
+        read from ``vectors``: the estimate for the transformed vectors
+        (e.g. shifted and clipped to a public box), without transforming
+        the whole table.
 
     Returns
     -------
@@ -289,7 +294,8 @@ def private_tau(vectors, epsilon, *, value_range, gamma, rng):
     if not 0 < gamma < 1:
         raise ValueError(f"gamma must be in (0, 1), got {gamma!r}.")
     perm = rng.permutation(n)
-    dist = _pair_distances(V, perm[0:2 * n_pairs:2], perm[1:2 * n_pairs:2])
+    dist = _pair_distances(V, perm[0:2 * n_pairs:2], perm[1:2 * n_pairs:2],
+                           transform)
     radii = tau_grid(value_range)
     half = epsilon / 2.0
     j_med = exponential_mechanism(_median_scores(dist, radii), half, 1.0, rng)
@@ -301,15 +307,17 @@ def private_tau(vectors, epsilon, *, value_range, gamma, rng):
 _BLOCK_PAIRS = 2048
 
 
-def _pair_distances(V, a, b):
+def _pair_distances(V, a, b, transform=None):
     """``‖V[a] − V[b]‖`` of every pair (the same values as
     ``np.sqrt(np.einsum("ij,ij->i", V[a] − V[b], V[a] − V[b]))``, row by
-    row), block by block without ``n × d`` temporaries."""
+    row), block by block without ``n × d`` temporaries; ``transform`` (a
+    per-row map) is applied to the rows first."""
+    f = (lambda rows: rows) if transform is None else transform
     dist = np.empty(a.shape[0])
     for start in range(0, a.shape[0], _BLOCK_PAIRS):
         rows = slice(start, start + _BLOCK_PAIRS)
-        diff = V[a[rows]]
-        diff -= V[b[rows]]
+        diff = f(V[a[rows]])
+        diff -= f(V[b[rows]])
         np.sqrt(np.einsum("ij,ij->i", diff, diff), out=dist[rows])
     return dist
 

@@ -155,7 +155,7 @@ from ..privacy import (
 from ..utils._docstrings import fill_doc
 from ..utils._random import generator_from, make_seed_sequence
 from ..utils._validation import check_positive_scalar
-from ._clip_noise import clip_noise_mean
+from ._clip_noise import _clip_noise_mean, clip_noise_mean
 from ._concentration import private_tau, private_tau_min_users
 
 __all__ = [
@@ -829,11 +829,15 @@ def person_level_mean(user_means, *, epsilon, delta, moment_order=2.0,
         refine = n_t >= 2 * (len(radii) + 1)
     Y = U[order[:n_c]]
     T = U[order[n_c:n_c + n_tau]]
-    P = U[order[n_c + n_tau:n_c + n_tau + n_t]]
-    V = U[order[n_c + n_tau + n_t:]]
     if offset is not None:
-        for group in (Y, T, P, V):
-            group -= offset  # (U - offset)[rows], without copying U
+        Y -= offset  # (U - offset)[rows], without copying U
+        T -= offset
+    # The TCN layers and the final stage only sum their users' clipped
+    # contributions: each is released from the rows of U, gathered block by
+    # block (in increasing order: the exact sum does not depend on it), not
+    # from a copy of its group.
+    tcn_rows = order[n_c + n_tau:n_c + n_tau + n_t]
+    final_rows = np.sort(order[n_c + n_tau + n_t:])
     coarse_budget = (epsilon / 2, delta / 2) if paper else (epsilon, delta)
     if bound is not None and not paper:
         center, coarse_loss = _bounded_coarse(Y, epsilon, delta, bound, M, m,
@@ -855,9 +859,7 @@ def person_level_mean(user_means, *, epsilon, delta, moment_order=2.0,
     else:
         layer_budget = (advanced_composition_step(epsilon / 4, delta / 8, L),
                         delta / (8 * L))
-    # consecutive blocks of P: slices (views), as np.array_split(arange) gives
-    blocks = [slice(int(b[0]), int(b[-1]) + 1) if b.size else slice(0, 0)
-              for b in np.array_split(np.arange(P.shape[0]), L)]
+    blocks = np.array_split(np.arange(tcn_rows.shape[0]), L)
     layer_seeds = seeds[2].spawn(L)
     layer_losses = []
     centers = [center]
@@ -866,18 +868,20 @@ def person_level_mean(user_means, *, epsilon, delta, moment_order=2.0,
         rho = radii[i] if i < len(radii) else center_error + spread
         if i >= len(radii):
             radii = radii + [rho]
-        layer = P[rows]
-        center, layer_zcdp = clip_noise_mean(layer, epsilon=layer_budget[0],
-                                             delta=layer_budget[1], radius=rho,
-                                             center=center, random_state=seed)
+        layer = np.sort(tcn_rows[rows])
+        center, layer_plan = _clip_noise_mean(
+            U, epsilon=layer_budget[0], delta=layer_budget[1], radius=rho,
+            center=center, calibration="tight", random_state=seed, n_jobs=None,
+            rows=layer, shift=offset)
+        layer_zcdp = layer_plan.loss
         layer_losses.append(zcdp_to_approx_dp(layer_zcdp.rho, layer_budget[1]))
         centers.append(center)
         # Public bound on this layer's noise (Gaussian of per-coordinate sd
         # ≈ (2ρ/n_l)/√(2ρ_zCDP), norm ≤ sd(√d + √(2 ln 20)) w.p. 0.95).
-        noise_sd = 2.0 * rho / layer.shape[0] / math.sqrt(2.0 * layer_zcdp.rho)
+        noise_sd = 2.0 * rho / len(layer) / math.sqrt(2.0 * layer_zcdp.rho)
         center_error = noise_sd * (math.sqrt(d) + math.sqrt(2.0 * math.log(20.0)))
     final_eps, final_delta = (epsilon / 4, delta / 4) if paper else (epsilon, delta)
-    balance = (M * (V.shape[0] * final_eps) ** (1 / k) * d ** (0.5 - 1 / k)
+    balance = (M * (len(final_rows) * final_eps) ** (1 / k) * d ** (0.5 - 1 / k)
                / (math.log(1 / final_delta) ** (1 / (2 * k)) * m ** (1 - 1 / k)))
     # Paper: ρ* ≥ M√(d/m). Tight: M√(d max(1, ln m)/m) (the scale of
     # Cor 4.13's t₁) plus the public noise bound of the TCN centre; the
@@ -895,9 +899,11 @@ def person_level_mean(user_means, *, epsilon, delta, moment_order=2.0,
         spread_radius = min(spread_radius, tau)
         tau_loss = [PureDP(epsilon)]
     final_radius = spread_radius + (0.0 if paper else center_error)
-    mean, loss = clip_noise_mean(V, epsilon=final_eps, delta=final_delta,
-                                 radius=final_radius, center=center,
-                                 random_state=seeds[3])
+    mean, final_plan = _clip_noise_mean(
+        U, epsilon=final_eps, delta=final_delta, radius=final_radius, center=center,
+        calibration="tight", random_state=seeds[3], n_jobs=None, rows=final_rows,
+        shift=offset)
+    loss = final_plan.loss
     final_loss = zcdp_to_approx_dp(loss.rho, final_delta)
     if paper:
         tcn_loss = (layer_losses[0] if L == 1
@@ -907,7 +913,7 @@ def person_level_mean(user_means, *, epsilon, delta, moment_order=2.0,
     else:
         total = compose_parallel(coarse_loss, *tau_loss, *layer_losses, final_loss)
     info = dict(radii=radii, final_radius=final_radius, n_coarse=Y.shape[0],
-                n_tau=T.shape[0], n_tcn=P.shape[0], n_final=V.shape[0],
+                n_tau=T.shape[0], n_tcn=len(tcn_rows), n_final=len(final_rows),
                 coarse_failed=n_failed, centers=centers, tau=tau)
     return mean, total, info
 

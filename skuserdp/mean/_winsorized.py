@@ -130,7 +130,7 @@ from ..mechanisms import (
     private_range_window,
     round_up_fraction,
 )
-from ..mechanisms._lattice import encode_sum
+from ..mechanisms._lattice import _shift_and_clip, encode_sum
 from ..mechanisms._private_range import MAX_BINS, sample_bins
 from ..privacy import (
     ApproxDP,
@@ -533,22 +533,53 @@ def winsorized_mean_from_plan(vectors, plan, *, random_state=None, n_jobs=None):
             f"vectors must have shape ({plan.n_users}, {plan.n_features}) to match "
             f"the plan, got {V.shape}."
         )
-    if not all_finite(V):
+    return _from_plan(V, plan, random_state, n_jobs)
+
+
+#: rows per block when the vectors are shifted and clipped on the fly
+_BLOCK_ROWS = 2048
+
+
+def _has_nan(V):
+    """Whether ``V`` holds a NaN, without a table-sized mask when its sum is
+    not NaN (then none is)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        if not np.isnan(np.sum(V)):
+            return False
+    return bool(np.isnan(V).any())
+
+
+def _from_plan(V, plan, random_state, n_jobs, shift=None, box=None):
+    """:func:`winsorized_mean_from_plan` of ``V``, or, with a public ``shift``
+    and ``box``, of ``clip(V - shift, -box, box)`` computed block by block
+    (the same values, without a shifted and clipped copy of the table)."""
+    moved = shift is not None
+    # clip(V - shift) is finite exactly where V is not NaN
+    if (_has_nan(V) if moved else not all_finite(V)):
         raise ValueError("vectors must be finite.")
     rot_seed, range_seed, noise_seed = make_seed_sequence(random_state).spawn(3)
     d, d_pad, n = plan.n_features, plan.n_padded, plan.n_users
     if plan.route.startswith("box"):
         norm = "l2" if plan.route == "box-zcdp" else "l1"
         total = encode_sum(V, center=np.zeros(d), radius=plan.halfwidth,
-                           grid=plan.grid, norm=norm)
+                           grid=plan.grid, norm=norm, shift=shift, box=box)
         noisy = add_noise(total, plan.noise, noise_seed, n_jobs=n_jobs)
         return plan.grid * (noisy.astype(np.float64) / n)
     rotation = None
     if d_pad > 1:
         rotation = RandomHadamardRotation(d, rot_seed)
         Yt = np.zeros((d_pad, n))
-        Yt[:d] = V.T
+        if moved:
+            buffer = np.empty((min(n, _BLOCK_ROWS), d))
+            for start in range(0, n, _BLOCK_ROWS):
+                rows = slice(start, start + _BLOCK_ROWS)
+                Yt[:d, rows] = _shift_and_clip(V[rows], shift, box,
+                                               buffer[:V[rows].shape[0]]).T
+        else:
+            Yt[:d] = V.T
         rotation.rotate_columns(Yt, inplace=True)
+    elif moved:
+        Yt = np.ascontiguousarray(_shift_and_clip(V, shift, box, np.empty_like(V)).T)
     else:
         Yt = np.ascontiguousarray(V.T)
     bounds = list(range(0, d_pad, COORD_CHUNK)) + [d_pad]
@@ -642,11 +673,14 @@ def _resolve_tau(tau, *, n_users, n_features, value_range, samples_per_user,
 
 def _winsorized_mean(user_means, *, epsilon, delta, tau, bound, samples_per_user,
                      sub_gaussian_sigma, tau_share, gamma, calibration,
-                     random_state, n_jobs, overwrite=False):
+                     random_state, n_jobs, overwrite=False, shift=None):
     """:func:`winsorized_mean`, returning the plan (with τ and the route).
 
     ``overwrite=True``: the caller's float64 ``user_means`` (a temporary it
-    owns) is clipped in place instead of copied.
+    owns) is clipped in place instead of copied. ``shift``: the estimate of
+    ``user_means - shift`` (a public point), each row shifted and clipped
+    where it is read, with no copy of the table (``user_means`` is not
+    modified).
     """
     U = np.asarray(user_means, dtype=np.float64)
     if U.ndim != 2:
@@ -655,7 +689,12 @@ def _winsorized_mean(user_means, *, epsilon, delta, tau, bound, samples_per_user
     b = check_bound(bound, n_features)
     value_range = _value_range(b)
     # per-user projection onto the public box: free
-    U = np.clip(U, -b, b, out=U if overwrite and U is user_means else None)
+    if shift is None:
+        U = np.clip(U, -b, b, out=U if overwrite and U is user_means else None)
+        moved = {}
+    else:  # the rows clip(U - shift, -b, b), computed where they are read
+        shift = np.asarray(shift, dtype=np.float64)
+        moved = dict(shift=shift, box=b)
     if not 0 < tau_share < 1:
         raise ValueError(f"tau_share must be in (0, 1), got {tau_share!r}.")
     budget = _budget(epsilon, delta)
@@ -683,8 +722,11 @@ def _winsorized_mean(user_means, *, epsilon, delta, tau, bound, samples_per_user
             budget = rest
             tau_loss = (pure_to_zcdp(eps_tau, bounded_range=True)
                         if isinstance(budget, ZCDP) else PureDP(eps_tau))
+            transform = (None if shift is None else
+                         lambda rows: _shift_and_clip(rows, shift, b, rows))
             tau_value = private_tau(U, eps_tau, value_range=value_range, gamma=gamma,
-                                    rng=generator_from(tau_seed))
+                                    rng=generator_from(tau_seed),
+                                    transform=transform)
         else:
             # Too few users to locate the spread, or no radius the estimate
             # could return would let the range step beat the box (public
@@ -703,7 +745,7 @@ def _winsorized_mean(user_means, *, epsilon, delta, tau, bound, samples_per_user
                                 value_range=value_range, budget=budget, gamma=gamma,
                                 calibration=calibration)
     _warn_if_unreliable(plan, gamma)
-    mean = winsorized_mean_from_plan(U, plan, random_state=run_seed, n_jobs=n_jobs)
+    mean = _from_plan(U, plan, run_seed, n_jobs, **moved)
     np.clip(mean, -b, b, out=mean)  # post-processing onto the public box
     loss = plan.loss if tau_loss is None else compose(tau_loss, plan.loss)
     return mean, loss, plan
@@ -1031,7 +1073,7 @@ class WinsorizedMeanEstimator(UserLevelMeanEstimator):
         # the box is centred at the origin for the pure core
         mid = budget.midpoint
         mean, loss, plan = _winsorized_mean(
-            U - mid, overwrite=True,
+            U, shift=mid,
             epsilon=budget.epsilon,
             delta=budget.delta,
             tau=self.tau,

@@ -241,7 +241,8 @@ def _shrink_failing_rows(K, bound, norm):
 _BLOCK_ROWS = 2048
 
 
-def encode_sum(values, *, center, radius, grid, norm="l2"):
+def encode_sum(values, *, center, radius, grid, norm="l2", rows=None, shift=None,
+               box=None):
     """``exact_sum(encode_contributions(values, ...))`` without the integer table.
 
     Every row is encoded independently of the others, so the rows are
@@ -266,12 +267,23 @@ def encode_sum(values, *, center, radius, grid, norm="l2"):
         Power-of-two grid step from :func:`choose_grid`.
     norm : {"l1", "l2", "linf"}, default="l2"
         Norm of the ball.
+    rows : ndarray of int, default=None
+        Encode only ``values[rows]`` (their sum does not depend on the
+        order), gathered block by block.
+    shift : ndarray of shape (n_features,), default=None
+        Encode ``values - shift`` (a public point, e.g. the centre of a
+        public box), shifted block by block.
+    box : ndarray of shape (n_features,), default=None
+        Encode ``clip(values - shift, -box, box)``: the rows projected onto a
+        public box, block by block.
 
     Returns
     -------
     total : ndarray of shape (n_features,), dtype int64
-        ``exact_sum(encode_contributions(values, center=center,
-        radius=radius, grid=grid, norm=norm))``.
+        ``exact_sum(encode_contributions(V, center=center, radius=radius,
+        grid=grid, norm=norm))`` with ``V = values[rows]``, then shifted and
+        clipped: the rows as the caller sees them, without a copy of the
+        table.
 
     Examples
     --------
@@ -288,7 +300,7 @@ def encode_sum(values, *, center, radius, grid, norm="l2"):
     grid = _check_grid(grid)
     center = np.asarray(center, dtype=np.float64)
     radius = float(radius)
-    n, d = values.shape
+    n, d = values.shape if rows is None else (len(rows), values.shape[1])
     bound = lattice_contribution_radius(radius / grid, d, norm)
     # float64 holds every rounded entry, row norm and partial column sum
     # exactly when they stay below 2^53 (a row failing the check exceeds the
@@ -304,11 +316,15 @@ def encode_sum(values, *, center, radius, grid, norm="l2"):
                  else math.floor(bound))
     total = np.zeros(d, dtype=np.int64)
     float_total = np.zeros(d)
-    rows = min(n, _BLOCK_ROWS)
-    buffers = (np.empty((rows, d)), np.empty((rows, d)) if norm == "l1" else None)
-    ones = np.ones(rows)
+    size = min(n, _BLOCK_ROWS)
+    buffers = (np.empty((size, d)), np.empty((size, d)) if norm == "l1" else None)
+    ones = np.ones(size)
+    moved = np.empty((size, d)) if shift is not None or box is not None else None
     for start in range(0, n, _BLOCK_ROWS):
-        block = values[start:start + _BLOCK_ROWS]
+        block = (values[start:start + _BLOCK_ROWS] if rows is None
+                 else values[rows[start:start + _BLOCK_ROWS]])
+        if moved is not None:
+            block = _shift_and_clip(block, shift, box, moved[:block.shape[0]])
         Y = (_FAST_BLOCKS[norm](block, center, radius, grid, buffers) if fast
              else None)
         if Y is None:  # the general path, on this block
@@ -321,6 +337,18 @@ def encode_sum(values, *, center, radius, grid, norm="l2"):
             K = _shrink_failing_rows(Y.astype(np.int64), bound, norm)
             total += exact_sum(K)
     return total + float_total.astype(np.int64)
+
+
+def _shift_and_clip(block, shift, box, out):
+    """``clip(block - shift, -box, box)`` (either step optional) into ``out``."""
+    if shift is None:
+        out[...] = block
+    else:
+        with np.errstate(over="ignore"):
+            np.subtract(block, shift, out=out)
+    if box is not None:
+        np.clip(out, -box, box, out=out)
+    return out
 
 
 def _float_row_norms(Y, norm, scratch):

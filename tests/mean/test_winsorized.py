@@ -411,6 +411,28 @@ def test_pair_distances_are_computed_as_on_the_whole_table(monkeypatch):
         assert conc._pair_distances(V, a, b).tobytes() == expected.tobytes()
 
 
+@pytest.mark.parametrize("n,d,tau,delta", [
+    (5000, 4, "auto", 0.0), (5000, 4, "auto", 1e-6), (20000, 8, 0.05, 1e-6),
+    (20000, 1, 0.05, 1e-6), (3000, 3, 100.0, 0.0), (2000, 64, 100.0, 1e-6)])
+def test_shift_gives_the_release_of_the_shifted_table(n, d, tau, delta):
+    # the estimator passes its box's midpoint as shift (issue 18): rows are
+    # shifted and clipped where they are read, and the release is bit for
+    # bit that of the shifted table, on every route
+    rng = np.random.default_rng(d)
+    mid = rng.uniform(-5.0, 5.0, d)
+    U = mid + 0.3 * rng.standard_normal((n, d))
+    U[0] = 1e6  # a user outside the box
+    kw = dict(epsilon=1.0, delta=delta, tau=tau, bound=np.full(d, 50.0),
+              samples_per_user=None, sub_gaussian_sigma=None, tau_share=0.1,
+              gamma=0.01, calibration="tight", random_state=3, n_jobs=None)
+    expected = wz._winsorized_mean(U - mid, **kw)
+    U_copy = U.copy()
+    got = wz._winsorized_mean(U, shift=mid, **kw)
+    np.testing.assert_array_equal(U, U_copy)
+    assert got[0].tobytes() == expected[0].tobytes() and got[1] == expected[1]
+    assert got[2].route == expected[2].route
+
+
 def test_private_tau_scores_have_sensitivity_one():
     # Replacing one user changes one pair distance; both steps' scores may
     # then move by at most 1 (the exponential mechanisms' Delta).

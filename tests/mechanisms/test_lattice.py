@@ -274,3 +274,31 @@ def test_encode_sum_refuses_what_encode_contributions_refuses():
         lat.encode_sum(np.zeros((1, 1)), center=0.0, radius=1.0, grid=0.3)
     assert lat.encode_sum(np.zeros((0, 2)), center=0.0, radius=1.0,
                           grid=0.5).tolist() == [0, 0]
+
+
+@pytest.mark.parametrize("norm", ["l1", "l2", "linf"])
+def test_encode_sum_of_gathered_shifted_clipped_rows(monkeypatch, norm):
+    # rows, shift and box: the sum for clip(values[rows] - shift, -box, box),
+    # read block by block from the caller's table (not modified)
+    import skuserdp.mechanisms._lattice as lat
+
+    monkeypatch.setattr(lat, "_BLOCK_ROWS", 7)
+    rng = np.random.default_rng(1)
+    V = rng.standard_normal((300, 4)) * 3.0 + 10.0
+    V[5] = 1e300
+    V_copy = V.copy()
+    rows = rng.permutation(300)[:123]
+    shift, box = np.full(4, 10.0), np.array([1.0, 2.0, 5.0, 100.0])
+    grid = choose_grid(2.0, 4, 123, norm)
+    for kw in [dict(rows=rows), dict(shift=shift), dict(rows=rows, shift=shift),
+               dict(rows=rows, shift=shift, box=box), dict(box=box)]:
+        W = V[kw["rows"]] if "rows" in kw else V
+        with np.errstate(over="ignore"):
+            W = W - kw["shift"] if "shift" in kw else W
+        W = np.clip(W, -box, box) if "box" in kw else W
+        with np.errstate(all="ignore"):
+            expected = exact_sum(encode_contributions(W, center=0.5, radius=2.0,
+                                                      grid=grid, norm=norm))
+        got = lat.encode_sum(V, center=0.5, radius=2.0, grid=grid, norm=norm, **kw)
+        np.testing.assert_array_equal(got, expected)
+    np.testing.assert_array_equal(V, V_copy)
