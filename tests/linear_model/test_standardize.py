@@ -362,8 +362,9 @@ def test_non_zcdp_plan_is_refused(monkeypatch):
 
 # ------------------------------------------------------------------ audits
 # Design (the earlier audit, ε = 1, δ = 1e-6, share 0.5, statistic
-# feature_center_ or intercept_, 5000 runs, had no power: noise 4x too small,
-# even 20x for the target, left ε_lb far below 1):
+# feature_center_ or intercept_, 5000 runs per dataset, 2.5-3.5 min each,
+# caught only gross bugs: noise 4x too small gave ε_lb 0.49 (features) and
+# 0.69 (target) < 1; 20x in the steps gave 5.1):
 #
 # * the release the moved user affects carries (nearly) all of ρ:
 #   standardize_share = 0.99 when a feature moves, 0.01 when the target moves
