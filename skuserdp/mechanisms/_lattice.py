@@ -237,8 +237,9 @@ def _shrink_failing_rows(K, bound, norm):
     return K
 
 
-#: rows per block of :func:`encode_sum` (a few hundred kB per temporary)
-_BLOCK_ROWS = 2048
+#: values per block of :func:`encode_sum` (1 MB per temporary: 2048 rows of
+#: 64 features)
+_BLOCK_VALUES = 1 << 17
 
 
 def encode_sum(values, *, center, radius, grid, norm="l2", rows=None, shift=None,
@@ -316,13 +317,14 @@ def encode_sum(values, *, center, radius, grid, norm="l2", rows=None, shift=None
                  else math.floor(bound))
     total = np.zeros(d, dtype=np.int64)
     float_total = np.zeros(d)
-    size = min(n, _BLOCK_ROWS)
+    step = max(1, _BLOCK_VALUES // d)
+    size = min(n, step)
     buffers = (np.empty((size, d)), np.empty((size, d)) if norm == "l1" else None)
     ones = np.ones(size)
     moved = np.empty((size, d)) if shift is not None or box is not None else None
-    for start in range(0, n, _BLOCK_ROWS):
-        block = (values[start:start + _BLOCK_ROWS] if rows is None
-                 else values[rows[start:start + _BLOCK_ROWS]])
+    for start in range(0, n, step):
+        block = (values[start:start + step] if rows is None
+                 else values[rows[start:start + step]])
         if moved is not None:
             block = _shift_and_clip(block, shift, box, moved[:block.shape[0]])
         Y = (_FAST_BLOCKS[norm](block, center, radius, grid, buffers) if fast
@@ -346,8 +348,9 @@ def _shift_and_clip(block, shift, box, out):
     else:
         with np.errstate(over="ignore"):
             np.subtract(block, shift, out=out)
-    if box is not None:
-        np.clip(out, -box, box, out=out)
+    if box is not None:  # np.clip(out, -box, box), in two faster ufuncs
+        np.maximum(out, -box, out=out)
+        np.minimum(out, box, out=out)
     return out
 
 
@@ -379,7 +382,7 @@ def _fast_radial_block(block, center, radius, grid, buffers, norm):
         if tiny.any() and np.abs(D[tiny]).max() > 0:
             return None
     # _clip's scale = min(1, radius / norm), then / grid, in one product
-    with np.errstate(divide="ignore"):
+    with np.errstate(divide="ignore", over="ignore"):
         factor = np.minimum(1.0, radius / norms) / grid
     if factor.min() < 2.0 ** -1022:
         return None

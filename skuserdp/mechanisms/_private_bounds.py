@@ -37,6 +37,13 @@ one value (a rare binary feature, say) gets a flat box (width about
 
 Each release is ε₀-DP and ε₀-bounded range (ε₀²/8-zCDP); the ``2·d``
 releases are accounted by :func:`skuserdp.privacy.split_for_public_bounds`.
+
+The costs only need, for every grid point, how many values lie at or below
+it: every value's bin is found in O(1) (:class:`_GridIndex`) and counted,
+in one pass over the users for the medians and one for the spreads (no
+sort; issue 18). The Gumbel noise of all ``2·d`` releases is drawn first,
+in the order median, spread, next column, so the output and the random
+stream are those of releasing the columns one after another.
 """
 
 import functools
@@ -192,22 +199,24 @@ class _GridIndex:
         out += above
 
 
-def _grid_counts(blocks, index, n_features):
+def _grid_counts(blocks, index, n_rows, n_features):
     """``le[j, k] = #{rows i: x[i, j] ≤ grid[k]}`` for every column ``j``.
 
     ``blocks`` yields C-contiguous float64 blocks of rows (at most
-    ``_BLOCK_ROWS`` each). One bincount of the exact grid indices
-    (:class:`_GridIndex`) per ``_BLOCKS_PER_COUNT`` blocks: O(1) per value,
-    no sort. Returns ``le`` of shape (n_features, K) and the number of
-    non-finite values of every column.
+    ``_BLOCK_ROWS`` each, ``n_rows`` in all). One bincount of the exact grid
+    indices (:class:`_GridIndex`) per ``_BLOCKS_PER_COUNT`` blocks: O(1) per
+    value, no sort. Returns ``le`` of shape (n_features, K) and the number
+    of non-finite values of every column.
     """
     width = index.size + 2
     total = np.zeros(n_features * width, dtype=np.intp)
     offsets = np.arange(n_features, dtype=np.intp) * width
-    idx = np.empty((_BLOCK_ROWS * _BLOCKS_PER_COUNT, n_features), dtype=np.intp)
-    buffers = (np.empty((_BLOCK_ROWS, n_features), dtype=np.uint64),
-               np.empty((_BLOCK_ROWS, n_features), dtype=np.float64),
-               np.empty((_BLOCK_ROWS, n_features), dtype=bool))
+    rows = min(n_rows, _BLOCK_ROWS)
+    idx = np.empty((min(n_rows, _BLOCK_ROWS * _BLOCKS_PER_COUNT), n_features),
+                   dtype=np.intp)
+    buffers = (np.empty((rows, n_features), dtype=np.uint64),
+               np.empty((rows, n_features), dtype=np.float64),
+               np.empty((rows, n_features), dtype=bool))
     fill = 0
     for block in blocks:
         b = block.shape[0]
@@ -231,7 +240,7 @@ def _row_blocks(V):
 
 
 def _distance_blocks(V, t):
-    buffer = np.empty((_BLOCK_ROWS, V.shape[1]))
+    buffer = np.empty((min(V.shape[0], _BLOCK_ROWS), V.shape[1]))
     for start in range(0, V.shape[0], _BLOCK_ROWS):
         block = V[start:start + _BLOCK_ROWS]
         out = buffer[:block.shape[0]]
@@ -365,7 +374,7 @@ def private_bounds(values, release_epsilon, *, scale=None, random_state=None):
     if not 0 < scale <= 2.0 ** 64:
         raise ValueError(f"scale must be in (0, 2**64], got {scale!r}.")
     grid_index, pos_index = _grid_indices()
-    le, non_finite = _grid_counts(_row_blocks(V), grid_index, d)
+    le, non_finite = _grid_counts(_row_blocks(V), grid_index, n, d)
     if non_finite.any():
         raise ValueError("values must be finite.")
     rng = generator_from(make_seed_sequence(random_state))
@@ -383,7 +392,7 @@ def private_bounds(values, release_epsilon, *, scale=None, random_state=None):
         t[j] = 0.5 * grid[k] + 0.5 * grid[k + 1]
     # b[j, k] = #{users: |v - t_j| <= pos[k]} (an overflowing |v - t| is inf,
     # above every grid point, as in a sort)
-    b, _ = _grid_counts(_distance_blocks(V, t), pos_index, d)
+    b, _ = _grid_counts(_distance_blocks(V, t), pos_index, n, d)
     lower, upper = np.empty(d), np.empty(d)
     for j in range(d):
         s = pos[_exponential_mechanism_from_noise(

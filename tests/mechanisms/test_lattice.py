@@ -218,12 +218,12 @@ def _encode_sum_cases(rng):
         yield V, center, radius, choose_grid(radius, d, n, norm), norm
 
 
-@pytest.mark.parametrize("block_rows", [1, 7, 2048])
-def test_encode_sum_is_the_exact_sum_of_the_encoded_rows(monkeypatch, block_rows):
+@pytest.mark.parametrize("block_values", [1, 7, 1 << 17])
+def test_encode_sum_is_the_exact_sum_of_the_encoded_rows(monkeypatch, block_values):
     import skuserdp.mechanisms._lattice as lat
 
-    monkeypatch.setattr(lat, "_BLOCK_ROWS", block_rows)
-    rng = np.random.default_rng(block_rows)
+    monkeypatch.setattr(lat, "_BLOCK_VALUES", block_values)
+    rng = np.random.default_rng(block_values)
     for V, center, radius, grid, norm in _encode_sum_cases(rng):
         kw = dict(center=center, radius=radius, grid=grid, norm=norm)
         with np.errstate(all="ignore"):
@@ -244,6 +244,7 @@ def test_encode_sum_takes_the_fast_path_and_repairs_failing_rows(monkeypatch, no
     monkeypatch.setattr(lat, "_FAST_BLOCKS", {
         k: (lambda *a, _f=f: calls.append(1) or _f(*a)) for k, f in fast.items()})
     rng = np.random.default_rng(0)
+    monkeypatch.setattr(lat, "_BLOCK_VALUES", 6000)  # blocks of 2000 rows
     V = rng.standard_normal((5000, 3)) * 2.0
     grid = choose_grid(1.0, 3, 5000, norm)
     expected = exact_sum(encode_contributions(V, center=0.0, radius=1.0, grid=grid,
@@ -282,7 +283,7 @@ def test_encode_sum_of_gathered_shifted_clipped_rows(monkeypatch, norm):
     # read block by block from the caller's table (not modified)
     import skuserdp.mechanisms._lattice as lat
 
-    monkeypatch.setattr(lat, "_BLOCK_ROWS", 7)
+    monkeypatch.setattr(lat, "_BLOCK_VALUES", 7)
     rng = np.random.default_rng(1)
     V = rng.standard_normal((300, 4)) * 3.0 + 10.0
     V[5] = 1e300
