@@ -452,8 +452,11 @@ def check_sampler_work(plan):
             f"the ball sampler's plan needs up to {plan.n_rounds:.3g} rounds on "
             f"average, each over {plan.n_users} x {plan.n_features} values: "
             f"{work:.3g} > MAX_SAMPLER_WORK = {MAX_SAMPLER_WORK:.0e}, hours of run "
-            "time. The rounds grow as 1/alpha: use a larger alpha (e.g. 0.1), or "
-            "method='median'.")
+            "time. The rounds grow as 1/alpha (and slowly with the number of "
+            "users), and each is a pass over every user: use a larger alpha, "
+            "method='median' when alpha is small (its copies run at alpha 0.1), "
+            "or, with this many users, an estimator for many users "
+            "(UserMeanEstimator or CoinPressMeanEstimator with bounds).")
 
 
 def ball_sampler(points, plan, random_state=None):
