@@ -459,6 +459,19 @@ def check_sampler_work(plan):
             "(UserMeanEstimator or CoinPressMeanEstimator with bounds).")
 
 
+def _inside_balls(p, X, R):
+    """``inside[b, i] = ‖p_b − X_i‖² ≤ R²``, over blocks of ``X`` (the same
+    einsum per entry as on the whole of ``X``, without a batch × n × d
+    temporary)."""
+    inside = np.empty((p.shape[0], X.shape[0]), dtype=bool)
+    step = max(1, BATCH_ELEMENTS // (8 * p.shape[0] * X.shape[1]))
+    for start in range(0, X.shape[0], step):
+        diff = p[:, None, :] - X[None, start:start + step, :]
+        inside[:, start:start + step] = (np.einsum("bnd,bnd->bn", diff, diff)
+                                         <= R * R)
+    return inside
+
+
 def ball_sampler(points, plan, random_state=None):
     """One run of the ball sampler (EMN Algorithm 1).
 
@@ -518,8 +531,7 @@ def ball_sampler(points, plan, random_state=None):
         u_stop = rng.random(batch)
         idx = rng.integers(n, size=batch)
         p = _uniform_in_balls(X[idx], R, rng)
-        diff = p[:, None, :] - X[None, :, :]
-        inside = np.einsum("bnd,bnd->bn", diff, diff) <= R * R
+        inside = _inside_balls(p, X, R)
         inside[rows, idx] = True  # p was drawn in B_idx: count it
         f = inside.sum(axis=1).astype(np.float64)
         log_acc = (np.log(plan.accept * n / f)

@@ -1140,3 +1140,18 @@ def test_auto_never_runs_a_block_plan_as_algorithm_1():
     assert est.mean_.shape == (4,)
     with pytest.raises(ValueError, match="method"):
         few_users_mean(X, epsilon=1.0, delta=1e-6, radius=1.0, method="balls")
+
+
+def test_inside_balls_is_computed_as_on_the_whole_table(monkeypatch):
+    # the sampler's count of balls holding a candidate runs over blocks of
+    # users (issue 18): the same squared distances, hence the same counts
+    rng = np.random.default_rng(0)
+    for block in [1, 300, 1 << 22]:
+        monkeypatch.setattr(fu, "BATCH_ELEMENTS", block)
+        for n, d, b in [(1, 3, 1), (777, 16, 2), (2000, 64, 1)]:
+            X = rng.standard_normal((n, d))
+            p = X[rng.integers(n, size=b)] + rng.standard_normal((b, d))
+            diff = p[:, None, :] - X[None, :, :]
+            sq = np.einsum("bnd,bnd->bn", diff, diff)
+            R = float(np.sqrt(np.median(sq)))
+            np.testing.assert_array_equal(fu._inside_balls(p, X, R), sq <= R * R)
