@@ -304,6 +304,12 @@ class _UserDPLinearModel(UserLevelMixin, BaseEstimator):
 
     def _decision(self, X):
         check_is_fitted(self)
+        if is_dask_collection(X):
+            raise NotImplementedError(
+                f"{type(self).__name__} predicts on in-memory rows: for Dask "
+                "data, map it over the partitions, e.g. "
+                "X.map_partitions(est.predict) or "
+                "X.map_blocks(est.predict, drop_axis=1).")
         _check_not_sparse(X)
         X = validate_data(self, X, reset=False, dtype=np.float64, order="C")
         X = np.clip(X, *self.bounds_)

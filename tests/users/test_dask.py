@@ -314,6 +314,11 @@ def test_dpsgd_on_cluster_equals_in_memory(kind, params, client):
     np.testing.assert_array_equal(est.intercept_, ref.intercept_)
     assert est.n_users_ == ref.n_users_ == 3000
     assert est.epsilon_ == ref.epsilon_ and est.feature_names_in_.tolist() == cols
+    # predictions: on in-memory rows, or mapped over the partitions
+    with pytest.raises(NotImplementedError, match="map_partitions"):
+        est.predict(ddf[cols])
+    mapped = ddf[cols].map_partitions(est.predict).compute()
+    np.testing.assert_array_equal(np.asarray(mapped), ref.predict(df[cols]))
 
 
 def test_dpsgd_classifier_dask_labels_are_checked_in_the_partitions():
