@@ -174,11 +174,15 @@ def in_memory_user_columns(X, y, codes, n_users):
     return user_columns
 
 
-def dask_user_columns(panel):
+def dask_user_columns(panel, check=None):
     """``user_columns`` of :meth:`_UserDPLinearModel._public_scale` for a
-    :class:`~skuserdp.users._dask.DaskPanel` (one pass over the partitions)."""
+    :class:`~skuserdp.users._dask.DaskPanel` (one pass over the partitions);
+    ``check(table)`` runs on the gathered table first."""
     def user_columns(auto_x, auto_y):
-        means = panel.user_means(with_target=auto_y).means
+        table = panel.user_means(with_target=auto_y)
+        if check is not None:  # e.g. too few users: before any release
+            check(table)
+        means = table.means
         return means if auto_x else means[:, -1:]
     return user_columns
 
@@ -198,24 +202,29 @@ class _UserDPLinearModel(UserLevelMixin, BaseEstimator):
 
     _min_users = 2
 
-    def _validate_supervised(self, X, y, groups, *, y_numeric=True):
-        """Validate X, y and groups; return (X, y, codes, n_users)."""
+    def _validate_supervised(self, X, y, groups, *, y_numeric=True, stacklevel=5):
+        """Validate X, y and groups; return (X, y, codes, n_users).
+        ``stacklevel`` of the warning without groups, from this frame (5:
+        called by ``fit``)."""
         refuse_dask(type(self).__name__, X, y, groups)
         _check_not_sparse(X)
         check_groups_alignment(groups, X)
         X, y = validate_data(self, X, y, dtype=np.float64, order="C",
                              y_numeric=y_numeric, multi_output=False)
-        codes, n_users = resolve_user_codes(self, groups, X.shape[0])
+        codes, n_users = resolve_user_codes(self, groups, X.shape[0],
+                                            stacklevel=stacklevel)
         return X, y, codes, n_users
 
-    def _dask_panel(self, X, y, groups, target_map=None):
+    def _dask_panel(self, X, y, groups, target_map=None, stacklevel=4):
         """Validate Dask input (metadata only) as :meth:`_validate_supervised`
-        does in memory; return its :class:`~skuserdp.users._dask.DaskPanel`."""
+        does in memory; return its :class:`~skuserdp.users._dask.DaskPanel`.
+        ``stacklevel`` of the warning without groups, from the caller's frame
+        (4: called by ``fit``)."""
         if not is_dask_collection(X):
             raise ValueError("y or groups is a Dask collection but X is not: pass "
                              "X as a Dask array or DataFrame too, or all in memory.")
         if groups is None:
-            warn_item_level(self, stacklevel=4)
+            warn_item_level(self, stacklevel=stacklevel)
         panel = DaskPanel(X, groups, y, target_map=target_map)
         validate_data(self, panel.meta, skip_check_array=True)
         return panel

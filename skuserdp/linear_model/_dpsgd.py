@@ -24,6 +24,7 @@ from ..mean._clip_noise import clip_noise_from_plan, plan_clip_noise
 from ..mechanisms._private_bounds import private_quantile
 from ..privacy import ZCDP, compose, split_for_public_bounds, split_zcdp
 from ..utils._docstrings import fill_doc
+from ..base import check_min_users
 from ..users._dask import is_dask_collection
 from ..utils._random import make_seed_sequence
 from ._base import (
@@ -69,6 +70,13 @@ def _label_codes(classes, y):
         raise ValueError("y contains labels that are not in the declared classes "
                          f"{classes.tolist()}.")
     return np.searchsorted(classes, y).astype(np.float64)
+
+
+def _checked_label_codes(classes, y):
+    """:func:`_label_codes` of one Dask partition of labels, which must be
+    class labels (as ``check_classification_targets`` requires in memory)."""
+    check_classification_targets(y)
+    return _label_codes(classes, y)
 
 
 def _box_units(scale, X, y):
@@ -204,11 +212,14 @@ class _BaseUserDPSGD(_UserDPLinearModel):
         """
         if any(is_dask_collection(v) for v in (X, y, groups)):
             # a classifier's labels become class codes inside the partitions
-            target_map = None if y_numeric else partial(_label_codes,
+            target_map = None if y_numeric else partial(_checked_label_codes,
                                                         self._classes(None))
-            return DaskRows(self._dask_panel(X, y, groups, target_map)), None
-        X, y, codes, n_users = self._validate_supervised(X, y, groups,
-                                                         y_numeric=y_numeric)
+            rows = DaskRows(self._dask_panel(X, y, groups, target_map, stacklevel=5))
+            # one pass counts the users' rows, before any release
+            check_min_users(self, rows.n_users, int(rows.counts.sum()))
+            return rows, None
+        X, y, codes, n_users = self._validate_supervised(
+            X, y, groups, y_numeric=y_numeric, stacklevel=6)
         targets = y.astype(np.float64) if y_numeric else y
         return InMemoryRows(X, targets, codes, n_users), y
 

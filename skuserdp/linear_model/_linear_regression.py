@@ -604,7 +604,9 @@ class UserDPLinearRegression(RegressorMixin, _UserDPLinearModel):
             # one pass over the partitions per table (the users' means for a
             # learned box, then the statistics), see skuserdp.users._dask
             panel = self._dask_panel(X, y, groups)
-            n_features, user_columns = panel.n_features, dask_user_columns(panel)
+            n_features = panel.n_features
+            user_columns = dask_user_columns(panel, check=lambda t: check_min_users(
+                self, t.means.shape[0], int(t.counts.sum())))
 
             def user_statistics(box):
                 _, V, counts = panel.user_statistics(self._user_statistics(box))

@@ -80,10 +80,11 @@ def _check_classes_match_column(classes, column_dtype, name):
     the schema, never from the values (an ``object`` column is not checked).
     """
     kind = column_dtype.kind
-    if kind == "O":
+    # pandas' string dtypes (Dask converts object columns to them) are strings
+    column_is_str = kind in "US" or type(column_dtype).__name__ == "StringDtype"
+    if kind == "O" and not column_is_str:
         return
     is_str = [isinstance(c, (str, bytes, np.str_, np.bytes_)) for c in classes.tolist()]
-    column_is_str = kind in "US"
     if column_is_str and not any(is_str) or not column_is_str and all(is_str):
         raise ValueError(
             f"{name}: classes {classes.tolist()!r} are "

@@ -21,9 +21,13 @@ row order: the mean may differ from the in-memory one in the last bits (float
 rounding of a different summation order), still a per-user function of the
 data.
 
-Privacy: the aggregation is a per-user function of the data, as in memory;
-which partition a row is in, the number of partitions and the scheduler are
-public. Nothing here releases anything.
+Privacy: with each user's rows in one partition (or partition boundaries
+that do not depend on the data), the aggregation is a per-user function of
+the data, as in memory, and the layout and the scheduler are public. A user
+split over data-dependent boundaries (fixed row counts) can see other users'
+rows move between partitions when one user changes, which changes their
+means in the last bit (summation order): partition by user (user guide).
+Nothing here releases anything.
 
 Dask is an optional dependency (``pip install 'skuserdp[dask]'``); it is only
 imported when a Dask collection is passed.
@@ -65,7 +69,7 @@ def refuse_dask(name, *values):
     """
     if any(is_dask_collection(v) for v in values):
         raise NotImplementedError(
-            f"{name} does not take Dask input yet (the mean estimators and "
+            f"{name} does not take Dask input yet (the estimators and "
             "skuserdp.users.user_means do): converting it would load all rows "
             "into memory. Pass in-memory arrays, e.g. X.compute(), if they fit.")
 
@@ -261,6 +265,12 @@ def _blocks(X, groups):
         if X.ndim != 2:
             raise ValueError(
                 f"Expected a 2-d Dask array X, got {X.ndim} dimension(s).")
+        if any(np.isnan(c) for c in X.chunks[0]) and not (
+                groups is None or isinstance(groups, da.Array)):
+            raise ValueError(
+                "X is a Dask array with unknown chunk sizes (e.g. from "
+                "to_dask_array()): its rows cannot be matched with groups; use "
+                "to_dask_array(lengths=True), or pass the Dask DataFrame itself.")
         X = X.rechunk({1: -1})  # one chunk across the features
         x_parts = X.to_delayed().ravel().tolist()
         meta = np.empty((0, X.shape[1]), dtype=X.dtype)

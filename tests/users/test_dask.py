@@ -351,3 +351,46 @@ def test_not_yet_supported_estimators_refuse_dask_instead_of_loading_it():
     with pytest.raises(NotImplementedError, match="Dask input"):
         select_model_privately([UserDPSGDRegressor()], X, y, groups=g, epsilon=1.0,
                                loss_bound=1.0)
+
+
+def test_linear_models_check_users_and_warn_at_the_caller_on_both_paths():
+    from skuserdp.linear_model import (
+        UserDPLinearRegression,
+        UserDPSGDClassifier,
+        UserDPSGDRegressor,
+    )
+
+    df = _regression_panel(n_users=60)
+    cols = ["x0", "x1", "x2"]
+    ddf = dd.from_pandas(df, npartitions=3)
+    box = dict(bounds=(-5.0, 5.0))
+    makers = [lambda: UserDPSGDRegressor(max_iter=2, target_bounds=(-9, 9), **box),
+              lambda: UserDPSGDClassifier(classes=["high", "low"], max_iter=2, **box),
+              lambda: UserDPLinearRegression(target_bounds=(-9, 9), **box)]
+    with dask.config.set(scheduler="sync"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", AccuracyWarning)
+        for make in makers:
+            target = "label" if isinstance(make(), UserDPSGDClassifier) else "y"
+            for X, y in [(df[cols], df[target]), (ddf[cols], ddf[target])]:
+                with pytest.warns(ItemLevelPrivacyWarning) as record:
+                    make().fit(X, y)
+                assert [r.filename for r in record
+                        if r.category is ItemLevelPrivacyWarning] == [__file__]
+            one = ddf[ddf["user"] == df["user"].iloc[0]]  # a single user
+            with pytest.raises(ValueError, match="at least 2 users"):
+                make().fit(one[cols], one[target], groups=one["user"])
+        with pytest.raises(ValueError, match="at least 2 users"):  # before the box
+            UserDPLinearRegression().fit(one[cols], one["y"], groups=one["user"])
+
+
+def test_dask_string_columns_and_unknown_chunks_are_refused_clearly():
+    df = pd.DataFrame({"c": [0, 1, 2, 1] * 10, "user": np.repeat(np.arange(20), 2)})
+    df["c"] = df["c"].astype(object)  # Dask turns it into a string column
+    ddf = dd.from_pandas(df, npartitions=2)
+    with dask.config.set(scheduler="sync"):
+        with pytest.raises(ValueError, match="classes .* are numbers"):
+            DiscreteDistributionEstimator(classes=[0, 1, 2], samples_per_user=1).fit(
+                ddf, groups="user")
+        X = dd.from_pandas(_panel(n_users=30), npartitions=2)[["x0"]].to_dask_array()
+        with pytest.raises(ValueError, match="lengths=True"):
+            user_means(X, np.zeros(10))
