@@ -32,7 +32,6 @@ Results are printed and saved as CSV and JSON in ``benchmarks/results/``.
 
 import argparse
 import json
-import os
 import threading
 import time
 from pathlib import Path
@@ -206,7 +205,8 @@ def main(argv=None):
             rows.append(row)
             print(f"{name:26s} {seconds:8.1f} s  {row['rows_per_second']:>12,} rows/s"
                   f"  peak RSS {row['peak_rss_gib']:.2f} GiB (largest process "
-                  f"{row['peak_process_gib']:.2f})  l2 error {row['l2_error_vs_mu']:.2e}")
+                  f"{row['peak_process_gib']:.2f})  "
+                  f"l2 error {row['l2_error_vs_mu']:.2e}")
     payload = dict(data=info, workers=args.workers, worker_memory_limit=limit,
                    machine_memory=total, results=rows)
     stem = "bench_dask_quick" if args.quick else "bench_dask"
