@@ -70,20 +70,38 @@ def _sums_by_code(X, codes, n_users):
 _OVERFLOW_SCALE = 2.0 ** -64
 
 
+def _means_from_sums(sums, counts, scaled_sums, finite=None):
+    """Per-user means ``sums / counts``, finite whenever the rows are finite.
+
+    ``sums`` (float64, one row of column sums per user) is divided in place
+    when it is writeable. A non-finite mean of finite rows comes from an
+    overflowing sum: those entries are recomputed from
+    ``scaled_sums(_OVERFLOW_SCALE)``, each user's sums of its rows times that
+    scale. ``finite()`` tells whether the rows are finite (called only when a
+    mean is not); ``None``: they are (validated).
+    """
+    with np.errstate(over="ignore", invalid="ignore"):
+        means = np.divide(sums, counts[:, None],
+                          out=sums if sums.flags.writeable else None)
+        if np.isfinite(means).all() or not (finite is None or finite()):
+            return means
+        bad = ~np.isfinite(means)
+        scaled = scaled_sums(_OVERFLOW_SCALE)
+        big = np.finfo(np.float64).max
+        means[bad] = np.clip(
+            scaled[bad] / counts.repeat(bad.sum(axis=1)) / _OVERFLOW_SCALE,
+            -big, big)
+    return means
+
+
 def _means_by_code(X, codes, n_users):
     """Per-user means and row counts; finite whenever ``X`` is finite."""
     counts = np.bincount(codes, minlength=n_users)
     with np.errstate(over="ignore", invalid="ignore"):
         sums = _sums_by_code(X, codes, n_users)
-        means = sums / counts[:, None]
-        bad = ~np.isfinite(means)
-        if bad.any() and np.isfinite(X).all():
-            # the only non-finite means come from overflowing sums of finite rows
-            scaled = _sums_by_code(X * _OVERFLOW_SCALE, codes, n_users)
-            big = np.finfo(np.float64).max
-            means[bad] = np.clip(
-                scaled[bad] / counts.repeat(bad.sum(axis=1)) / _OVERFLOW_SCALE,
-                -big, big)
+    means = _means_from_sums(
+        sums, counts, lambda scale: _sums_by_code(X * scale, codes, n_users),
+        finite=lambda: np.isfinite(X).all())
     return means, counts
 
 

@@ -38,7 +38,7 @@ import sys
 import numpy as np
 from sklearn.utils import check_array
 
-from ._aggregate import _OVERFLOW_SCALE, UserMeans, _sums_by_code
+from ._aggregate import UserMeans, _means_from_sums, _sums_by_code
 from ._groups import check_groups
 
 __all__ = ["DaskPanel", "dask_user_table", "is_dask_collection", "refuse_dask"]
@@ -426,15 +426,8 @@ class DaskPanel:
                                   for x, g, t, off in self._parts(with_target)])
 
         labels, total, counts = sums(1.0)
-        with np.errstate(over="ignore", invalid="ignore"):
-            means = total / counts[:, None]
-        bad = ~np.isfinite(means)
-        if bad.any():  # overflowing sums of finite rows: as in memory, rescaled
-            scaled = sums(_OVERFLOW_SCALE)[1]
-            big = np.finfo(np.float64).max
-            means[bad] = np.clip(
-                scaled[bad] / counts.repeat(bad.sum(axis=1)) / _OVERFLOW_SCALE,
-                -big, big)
+        # overflowing sums of finite rows: as in memory, rescaled
+        means = _means_from_sums(total, counts, lambda scale: sums(scale)[1])
         return UserMeans(means, counts, labels)
 
     def class_frequencies(self, classes):
