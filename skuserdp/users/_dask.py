@@ -206,19 +206,31 @@ def _sorted_union(labels):
         ) from None
 
 
+def _union(partials):
+    """The users of partial ``(labels, table, counts)`` tables, merged.
+
+    Returns the sorted union of the labels, the user of every partial row
+    (``inverse``, in the order of the partials), each user's summed count, and
+    the partial rows' counts (concatenated).
+    """
+    labels = np.concatenate([p[0] for p in partials])
+    uniq, inverse = _sorted_union(labels)
+    inverse = inverse.reshape(-1).astype(np.intp, copy=False)
+    weights = np.concatenate([p[2] for p in partials])
+    counts = np.zeros(uniq.shape[0], dtype=np.intp)
+    np.add.at(counts, inverse, weights)
+    return uniq, inverse, counts, weights
+
+
 def _merge(*partials):
     """Merge partial ``(labels, sums, counts)`` tables, in the order given."""
     partials = [p for p in partials if p[0].shape[0]] or partials[:1]
     if len(partials) == 1:
         return partials[0]
-    labels = np.concatenate([p[0] for p in partials])
-    uniq, inverse = _sorted_union(labels)
-    inverse = inverse.reshape(-1).astype(np.intp, copy=False)
+    uniq, inverse, counts, _ = _union(partials)
     with np.errstate(over="ignore", invalid="ignore"):
         sums = _sums_by_code(np.vstack([p[1] for p in partials]), inverse,
                              uniq.shape[0])
-    counts = np.zeros(uniq.shape[0], dtype=np.intp)
-    np.add.at(counts, inverse, np.concatenate([p[2] for p in partials]))
     return uniq, sums, counts
 
 
@@ -231,13 +243,8 @@ def _merge_means(*partials):
     partials = [p for p in partials if p[0].shape[0]] or partials[:1]
     if len(partials) == 1:
         return partials[0]
-    labels = np.concatenate([p[0] for p in partials])
-    uniq, inverse = _sorted_union(labels)
-    inverse = inverse.reshape(-1).astype(np.intp, copy=False)
+    uniq, inverse, counts, weights = _union(partials)
     means = np.vstack([p[1] for p in partials])
-    weights = np.concatenate([p[2] for p in partials])
-    counts = np.zeros(uniq.shape[0], dtype=np.intp)
-    np.add.at(counts, inverse, weights)
     pieces = np.bincount(inverse, minlength=uniq.shape[0])
     out = np.empty((uniq.shape[0], means.shape[1]))
     single = pieces[inverse] == 1
