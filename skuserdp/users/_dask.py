@@ -39,7 +39,7 @@ import numpy as np
 from sklearn.utils import check_array
 
 from ._aggregate import UserMeans, _means_from_sums, _sums_by_code
-from ._groups import check_groups
+from ._groups import _check_same_index, check_groups
 
 __all__ = ["DaskPanel", "dask_user_table", "is_dask_collection", "refuse_dask"]
 
@@ -94,14 +94,11 @@ def _rows_and_ids(part, ids, feature_columns):
     """The feature rows and user ids of one partition (numpy / pandas)."""
     if isinstance(ids, str):  # a column of a DataFrame partition
         return part[feature_columns], part[ids]
-    pandas_pair = hasattr(getattr(ids, "index", None), "equals") and hasattr(
-        getattr(part, "index", None), "equals")
-    if pandas_pair:
-        if not ids.index.equals(part.index):
-            raise ValueError(
-                "a partition of groups has another index than the matching "
-                "partition of X: pass groups as a column name of X, or a Dask "
-                "Series partitioned like X (e.g. X[user_column]).")
+    _check_same_index(
+        ids, part,
+        "a partition of groups has another index than the matching partition "
+        "of X: pass groups as a column name of X, or a Dask Series partitioned "
+        "like X (e.g. X[user_column]).")
     return part, ids
 
 
@@ -116,12 +113,10 @@ def _partition_rows(part, ids, target, feature_columns, offset, target_map=None)
                     input_name="X")
     y = None
     if target is not None:
-        pandas_pair = hasattr(getattr(target, "index", None), "equals") and \
-            hasattr(getattr(part, "index", None), "equals")
-        if pandas_pair and not target.index.equals(part.index):
-            raise ValueError("a partition of y has another index than the "
-                             "matching partition of X: pass y partitioned like X "
-                             "(e.g. frame['target']).")
+        _check_same_index(
+            target, part,
+            "a partition of y has another index than the matching partition of "
+            "X: pass y partitioned like X (e.g. frame['target']).")
         if target_map is not None:
             target = target_map(np.asarray(target))
         y = check_array(np.asarray(target), dtype=np.float64, ensure_2d=False,

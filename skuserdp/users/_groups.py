@@ -53,18 +53,24 @@ def check_groups_alignment(groups, X):
     ValueError
         If both have an ``index`` and the two indexes differ.
     """
-    g_index = getattr(groups, "index", None)
+    _check_same_index(
+        groups, X,
+        "groups is a pandas Series whose index differs from the index of X; "
+        "rows are matched to user ids by position, so this would assign rows "
+        "to the wrong users. Pass groups aligned to X, e.g. "
+        "groups.loc[X.index] (or reset both indexes).")
+
+
+def _check_same_index(values, X, message):
+    """Raise ``ValueError(message)`` if ``values`` and ``X`` are both pandas
+    objects (an ``index`` with ``equals``) whose indexes differ."""
+    v_index = getattr(values, "index", None)
     x_index = getattr(X, "index", None)
     # lists have an .index() method, not a pandas Index with .equals
-    if not (hasattr(g_index, "equals") and hasattr(x_index, "equals")):
+    if not (hasattr(v_index, "equals") and hasattr(x_index, "equals")):
         return
-    if not g_index.equals(x_index):
-        raise ValueError(
-            "groups is a pandas Series whose index differs from the index of X; "
-            "rows are matched to user ids by position, so this would assign rows "
-            "to the wrong users. Pass groups aligned to X, e.g. "
-            "groups.loc[X.index] (or reset both indexes)."
-        )
+    if not v_index.equals(x_index):
+        raise ValueError(message)
 
 
 def _factorize_ints(values):
