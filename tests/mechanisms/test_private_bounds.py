@@ -323,6 +323,99 @@ def test_spread_rule_falls_back_to_the_median_distance_from_public_values():
     assert bounds_failure_probability(2000, 0.031)[1] < 1e-3
 
 
+# ------------------------------------------- a random subset of many users
+def _subset_law(values, m, eps0, grid, subsets):
+    """Exact law of the median release on a subset: the mixture over the
+    ``subsets`` (equally likely) of the exponential mechanism's law."""
+    v = np.asarray(values, dtype=float)
+    laws = []
+    for rows in subsets:
+        logw = -0.5 * eps0 * median_costs(np.sort(v[list(rows)]), grid)
+        laws.append(np.exp(logw - np.logaddexp.reduce(logw)))
+    return np.mean(laws, axis=0)
+
+
+def test_exact_law_on_a_random_subset_has_log_ratio_at_most_epsilon():
+    # Brute force over all C(6, 3) = 20 subsets: the mixture's log-ratio on
+    # every replace-one neighbour stays <= eps0 (it is a mixture of eps0-DP
+    # laws on neighbouring subsets); a data-dependent choice of the subset
+    # (the 3 largest users when the mean exceeds 6, else the 3 smallest)
+    # breaks it, so the check can fail.
+    from itertools import combinations
+    grid = np.array([-20.0, -5.0, -1.0, 0.0, 1.0, 5.0, 20.0])
+    eps0, m = 1.0, 3
+    subsets = list(combinations(range(6), m))
+    rng = np.random.default_rng(3)
+    worst = 0.0
+    for _ in range(40):
+        v = rng.choice([-3.0, 0.0, 0.5, 2.0, 10.0], size=6)
+        w = v.copy()
+        w[rng.integers(6)] = rng.choice([-30.0, 0.0, 3.0, 30.0])
+        a = _subset_law(v, m, eps0, grid, subsets)
+        b = _subset_law(w, m, eps0, grid, subsets)
+        worst = max(worst, float(np.max(np.abs(np.log(a) - np.log(b)))))
+    assert 0.3 * eps0 < worst <= eps0 + 1e-9
+
+    def chosen(values):
+        order = np.argsort(values, kind="stable")
+        return [tuple(order[-m:] if values.mean() > 6 else order[:m])]
+
+    v = np.array([0.0, 0.0, 0.0, 10.0, 10.0, 10.0])
+    w = v.copy()
+    w[0] = 10.0
+    a = _subset_law(v, m, eps0, grid, chosen(v))
+    b = _subset_law(w, m, eps0, grid, chosen(w))
+    assert np.max(np.abs(np.log(a) - np.log(b))) > 1.4 * eps0  # 1.5 eps0
+
+
+def test_bounds_sample_size_is_all_users_up_to_2_17_then_a_rank_rule():
+    from skuserdp.mechanisms._private_bounds import (
+        SUBSET_BETA, SUBSET_RANK_ERROR, bounds_sample_size)
+    assert bounds_sample_size(2 ** 17, 1e6) == 2 ** 17
+    assert bounds_sample_size(2 ** 17 + 1, 1e6) == 2 ** 17
+    assert bounds_sample_size(10 ** 6, 0.0123) == 179952
+    assert bounds_sample_size(10 ** 6, 0.002) == 10 ** 6  # the rule asks for more
+    # at the size chosen, the exponential mechanism's rank error bound
+    # 2 ln(K / beta) / eps0 is at most 2 % of the users
+    m = bounds_sample_size(10 ** 6, 0.0123)
+    ranks = 2 * np.log(bounds_grid().size / SUBSET_BETA) / 0.0123
+    assert ranks <= SUBSET_RANK_ERROR * m
+    # the failure bounds reported are those of the subset
+    assert bounds_failure_probability(10 ** 6, 0.0123) == bounds_failure_probability(
+        m, 0.0123)
+
+
+def test_many_users_learn_the_box_on_a_random_subset(monkeypatch):
+    # With more users than the subset rule asks for, the release is exactly
+    # private_bounds of the rows random_subset picks from the first child
+    # of the seed; the noise stream is unchanged. Fewer users: no subset.
+    import skuserdp.mechanisms._private_bounds as pb
+    from skuserdp.utils._random import random_subset
+    monkeypatch.setattr(pb, "SUBSET_MIN_USERS", 50)
+    V = np.random.default_rng(0).normal([3.0, -40.0], [1.0, 5.0], size=(200, 2))
+    assert pb.bounds_sample_size(200, 50.0) == 50
+    got = private_bounds(V, 50.0, random_state=np.random.SeedSequence(5))
+    rows = random_subset(200, 50, np.random.SeedSequence(5).spawn(1)[0])
+    want = private_bounds(V[rows], 50.0, random_state=np.random.SeedSequence(5))
+    np.testing.assert_array_equal(got, want)
+    assert not np.array_equal(got, private_bounds(
+        V[:50], 50.0, random_state=np.random.SeedSequence(5)))
+    # a non-finite value outside the subset is still refused
+    W = V.copy()
+    W[np.setdiff1d(np.arange(200), rows)[0], 1] = np.inf
+    with pytest.raises(ValueError, match="finite"):
+        private_bounds(W, 50.0, random_state=np.random.SeedSequence(5))
+
+
+def test_box_of_many_users_covers_them():
+    # 150 000 users (above 2^17): the box comes from a subset of 2^17 of
+    # them and still holds the whole cloud but for a few far tail users
+    U = np.random.default_rng(1).normal(7.0, 2.0, size=(150_000, 1))
+    lo, hi = private_bounds(U, 0.1, random_state=0)
+    assert np.mean((U >= lo) & (U <= hi)) > 0.9999
+    assert hi[0] - lo[0] < 2 * 6 * 2.0  # not absurdly wide: under +-6 sd
+
+
 # ---------------------------------------------------------------------- audit
 def _box_neighbours(n=400):
     # half the users at 0, half at 10; the neighbour moves one user 10 -> 0,
