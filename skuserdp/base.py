@@ -460,7 +460,8 @@ class UserLevelMeanEstimator(UserLevelMixin, BaseEstimator):
             self.bounds_ = None
             return
         self.bounds_ = (budget.lower, budget.upper)
-        tol = 1e-9 * np.maximum(budget.upper - budget.lower, 0.0)
+        # (half-widths: upper - lower overflows for a box as wide as ±1.7e308)
+        tol = 2e-9 * np.maximum(0.5 * budget.upper - 0.5 * budget.lower, 0.0)
         edge = np.flatnonzero((self.mean_ <= budget.lower + tol)
                               | (self.mean_ >= budget.upper - tol))
         if edge.size:

@@ -242,8 +242,18 @@ def test_bounds_beyond_float_range_give_an_accurate_error():
     with pytest.raises(ValueError, match="radius=1.7e\\+308 is too large for pure"):
         ClipNoiseMeanEstimator(delta=0.0, radius=1.7e308, center=0.0).fit(X, groups=g)
     with pytest.raises(ValueError, match="declare tighter bounds"):
-        ThreadedClipNoiseEstimator(moment_bound=1.0, samples_per_user=3,
+        ThreadedClipNoiseEstimator(delta=0.0, moment_bound=1.0, samples_per_user=3,
                                    bounds=(-1.7e308, 1.7e308)).fit(X, groups=g)
+    # delta > 0 needs no box: one too wide for the bounded coarse step is
+    # ignored (300 users are too few for the unbounded one: it warns)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est = ThreadedClipNoiseEstimator(moment_bound=1.0, samples_per_user=3,
+                                         bounds=(-1.7e308, 1.7e308),
+                                         random_state=0).fit(X, groups=g)
+    assert not [w for w in caught if issubclass(w.category, RuntimeWarning)
+                or "public box" in str(w.message)]
+    assert np.abs(est.mean_).max() < 0.5
     with pytest.raises(ValueError, match="radius=1.7e\\+308 is too large"):
         FewUsersBallEstimator(radius=1.7e308, samples_per_user=3).fit(X, groups=g)
     losses = np.zeros((2, 300))

@@ -143,6 +143,7 @@ from ..mechanisms import (
     private_range,
     stability_histogram_argmax,
 )
+from ..mechanisms._private_range import MAX_BINS
 from ..privacy import (
     PureDP,
     advanced_composition_step,
@@ -240,19 +241,38 @@ def fine_radius_1d(n_fine, epsilon, *, moment_order, moment_bound, samples_per_u
     return M * max(floor, balance)
 
 
+def range_coarse_fits(bound, width):
+    """Whether the bins of :func:`range_coarse_bins` fit the exact sampler.
+
+    :func:`~skuserdp.mechanisms.private_range` indexes at most ``MAX_BINS``
+    (1e12) bins in float64; ``[−R − 2r, R + 2r]`` at width r has about
+    ``2R/r`` of them. A function of the public R and r only.
+    """
+    bound, width = float(bound), float(width)
+    with np.errstate(over="ignore"):
+        bins = 2.0 * (bound + 2.0 * width) / width
+    return math.isfinite(bins) and math.ceil(bins) <= MAX_BINS
+
+
 def range_coarse_bins(bound, width):
-    """Bins of the pure coarse step: width r over ``[−R − 2r, R + 2r]``."""
+    """Bins of the pure coarse step: width r over ``[−R − 2r, R + 2r]``.
+
+    Raises a ``ValueError`` (before any release) when they are more than
+    :func:`~skuserdp.mechanisms.private_range` can index (1e12).
+    """
     bound, width = float(bound), float(width)
     if not math.isfinite(width):
         raise ValueError(
             f"the coarse step's bin width is {width!r}: moment_bound is too large "
             "for float64 arithmetic. Rescale the data (and its bounds).")
-    bins = 2.0 * (bound + 2.0 * width) / width
-    if not math.isfinite(bins):
+    if not range_coarse_fits(bound, width):
         raise ValueError(
-            f"the public bound {bound:.3g} spans more than 1e308 coarse bins of width "
-            f"{width:.3g}: declare tighter bounds (in the units of the data).")
-    return math.ceil(bins)
+            f"the public bound R = {bound:.3g} is too wide for the pure coarse step: "
+            f"[-R, R] spans more than {MAX_BINS:.0e} bins of width {width:.3g} (a "
+            "multiple of moment_bound/sqrt(samples_per_user)), which its exact "
+            "exponential mechanism cannot index in float64: declare tighter bounds "
+            "(in the units of the data) or use delta > 0 (no bound needed).")
+    return math.ceil(2.0 * (bound + 2.0 * width) / width)
 
 
 def range_coarse_failure(n_coarse, epsilon, n_bins):
@@ -751,7 +771,9 @@ def person_level_mean(user_means, *, epsilon, delta, moment_order=2.0,
         coarse step is Algorithm 1 on every coordinate over ``[−R, R]``
         (:func:`~skuserdp.mechanisms.private_range`, pure ε₀ per coordinate,
         composed to (ε, δ)), which needs ``16 ln(l·d/β)/(3ε₀)`` users
-        instead of three times the stability histogram's threshold.
+        instead of three times the stability histogram's threshold. An R
+        too wide for that step (more than 1e12 bins of width ``4M/√m``) is
+        ignored: the coarse step is then the stability histogram.
     beta : float, default=0.1
         Failure probability behind the bounded coarse step's group size.
     calibration : {"tight", "paper"}, default="tight"
@@ -807,12 +829,17 @@ def person_level_mean(user_means, *, epsilon, delta, moment_order=2.0,
     radii = tcn_radii(d, moment_order=k, moment_bound=M, samples_per_user=m)
     if n_threads != "auto":
         radii = radii[:min(max(int(n_threads), 1), len(radii)) - 1] + radii[-1:]
+    # The bounded coarse step needs R; a public R too wide for its exact
+    # sampler (more than MAX_BINS bins) is ignored, as the paper's
+    # unbounded stability histogram needs none.
+    bounded = (not paper and bound is not None
+               and range_coarse_fits(bound, 4.0 * M / math.sqrt(m)))
     if paper:
         n_c, n_tau, n_t = third, 0, third
         refine = False
     else:
         # Public group sizes: functions of (n, d, ε, δ, R) only.
-        if bound is None:
+        if not bounded:
             threshold = stability_histogram_threshold(
                 *_coarse_coordinate_budget(epsilon, delta, d))[1]
             n_c = math.ceil(COARSE_THRESHOLD_MULTIPLE * threshold)
@@ -839,7 +866,7 @@ def person_level_mean(user_means, *, epsilon, delta, moment_order=2.0,
     tcn_rows = order[n_c + n_tau:n_c + n_tau + n_t]
     final_rows = np.sort(order[n_c + n_tau + n_t:])
     coarse_budget = (epsilon / 2, delta / 2) if paper else (epsilon, delta)
-    if bound is not None and not paper:
+    if bounded:
         center, coarse_loss = _bounded_coarse(Y, epsilon, delta, bound, M, m,
                                               random_state=seeds[1])
         n_failed = 0
@@ -1601,7 +1628,17 @@ class ThreadedClipNoiseEstimator(UserLevelMeanEstimator):
         the exact exponential mechanism, which needs far fewer users than
         the threshold of the unbounded stability histogram (measured 1.4–1.6×
         more accurate at n = 2000, d = 10; ``benchmarks/README.md``).
+        With ``delta > 0`` the box is optional and ``"auto"`` learns none
+        (``bounds_`` is None): the coarse steps run the stability histogram
+        on an unbounded grid and the whole budget goes to the estimate
+        (a learned box took a share of ε over ``2·n_features`` releases, and
+        its widest column set R for every feature: at 20 000 users × 64
+        features one column came out absurdly wide in nearly every fit). A
+        box too wide for the bounded coarse step (more than 1e12 buckets of
+        width ``4M/√m``) is ignored with ``delta > 0`` and refused with
+        ``delta=0`` (``ValueError``, before the estimator's release).
     {bounds_share}
+        Also unused with ``delta > 0`` (no box is learned then).
     method : {"auto", "pure"}, default="auto"
         ``"auto"``: Algorithm 4 (δ > 0, several features), the 1-D estimator
         (δ > 0, one feature) or the 1-D estimator per feature with ε/d
@@ -1622,8 +1659,9 @@ class ThreadedClipNoiseEstimator(UserLevelMeanEstimator):
     ----------
     mean_ : ndarray of shape (n_features,)
         The private mean.
-    bounds_ : tuple (lower, upper)
-        The box used (declared, or learned privately).
+    bounds_ : tuple (lower, upper) or None
+        The box (declared, or learned privately); None when none is learned
+        (``delta > 0`` with ``bounds="auto"``).
     radii_ : list of float
         Public clipping radii of the threaded layers and, last, of the final
         stage (the 1-D routes: one fine radius; ``method="pure"``: the
@@ -1702,34 +1740,86 @@ class ThreadedClipNoiseEstimator(UserLevelMeanEstimator):
                 "moment_order= k: every direction of the rows has (E|<x - mu, "
                 "v>|^k)^(1/k) <= M). It is public knowledge, never read off the "
                 "data; without one, use UserMeanEstimator or CoinPressMeanEstimator.")
-
-    def _fit_user_means(self, U, budget):
-        n, d = U.shape
-        eps, delta = budget.epsilon, budget.delta
-        # centre the data at the box's midpoint: the paper's bound R on |mu_j|
-        mid = budget.midpoint
-        bound = float(np.max(budget.half_width))
-        moment_bound = self.moment_bound
-        if self.method == "pure" or d == 1 or self.delta == 0:
-            U = U - mid  # (Algorithm 4 below shifts its groups instead)
         if self.method == "pure":
             if self.delta != 0:
                 raise ValueError(
                     "method='pure' is the paper's pure ε-DP estimator: set delta=0."
                 )
-            if d > 2:
+            if n_features > 2:
                 raise ValueError(
-                    f"method='pure' is limited to 2 features (got {d}): its cost "
-                    "grows like (16√d)^(2d) comparisons (10^8 at d = 3). Use "
+                    f"method='pure' is limited to 2 features (got {n_features}): its "
+                    "cost grows like (16√d)^(2d) comparisons (10^8 at d = 3). Use "
                     "method='auto' (one pure 1-D estimate per feature) or delta > 0."
                 )
+
+    def _needs_bounds(self):
+        # With delta > 0 no route needs a box (the coarse steps can run the
+        # stability histogram on an unbounded grid; spec §6): a declared one
+        # is free and used, but "auto" would spend bounds_share of ε on
+        # 2·n_features releases whose worst column sets R for every feature.
+        return self.delta == 0 or not (isinstance(self.bounds, str)
+                                       and self.bounds == "auto")
+
+    def _coarse_width(self):
+        """Public bucket width r of the coarse step that searches [−R, R]."""
+        paper = self.calibration == "paper" and self.delta == 0
+        return (16.0 if paper else 4.0) * self.moment_bound / math.sqrt(
+            self.samples_per_user)
+
+    def _refuse_wide_box(self, half_width, width):
+        """Refuse a box too wide for the pure coarse step (public or released
+        values only; before the estimator's own release)."""
+        name = type(self).__name__
+        wide = [j for j, h in enumerate(half_width) if not range_coarse_fits(h, width)]
+        where = (f"feature(s) {wide[:10]} (half-width up to "
+                 f"{float(np.max(half_width)):.3g})")
+        what = (f"[-R, R] spans more than {MAX_BINS:.0e} buckets of width {width:.3g} "
+                "(a multiple of moment_bound/sqrt(samples_per_user)), which the pure "
+                "(delta=0) coarse step's exact exponential mechanism cannot index in "
+                "float64 (R is the box's largest half-width, used for every feature)")
+        if isinstance(self.bounds, str):
+            raise ValueError(
+                f"{name}: bounds='auto' learned a box too wide in {where}: "
+                f"{what}. Its private median or spread release failed there "
+                f"(the box of {half_width.shape[0]} feature(s) is learned from a "
+                "share of epsilon split over two releases per feature). Declare "
+                "bounds=(lower, upper) in the units of the data (public knowledge, "
+                "e.g. a codebook range), or use delta > 0 (no box needed), more "
+                "users or a larger epsilon.")
+        raise ValueError(
+            f"{name}: the declared bounds are too wide in {where}: {what}. "
+            "Please declare tighter bounds (in the units of the data), or use "
+            "delta > 0 (no box needed).")
+
+    def _fit_user_means(self, U, budget):
+        n, d = U.shape
+        eps, delta = budget.epsilon, budget.delta
+        moment_bound = self.moment_bound
+        # The paper's bound R on every |mu_j| is the box's largest half-width
+        # and the data are centred at its midpoint; no box (delta > 0 with
+        # bounds="auto") or one too wide for the bounded coarse step (public
+        # or released values only): neither, the coarse steps need none.
+        mid = bound = None
+        if budget.lower is not None:
+            width = self._coarse_width()
+            if range_coarse_fits(float(np.max(budget.half_width)), width):
+                mid, bound = budget.midpoint, float(np.max(budget.half_width))
+            elif self.delta == 0:
+                self._refuse_wide_box(budget.half_width, width)
+        if mid is not None and (self.method == "pure" or d == 1 or self.delta == 0):
+            U = U - mid  # (Algorithm 4 below shifts its groups instead)
+
+        def shift_back(mean):
+            return mean if mid is None else mid + mean
+
+        if self.method == "pure":
             mean, loss, info = person_level_mean_pure(
                 U, epsilon=eps, bound=bound,
                 moment_bound=moment_bound, samples_per_user=self.samples_per_user,
                 moment_order=self.moment_order, calibration=self.calibration,
                 random_state=budget.random_state, n_jobs=self.n_jobs)
             self.radii_ = [info["rho"]]
-            return mid + mean, loss
+            return shift_back(mean), loss
         if d == 1 or self.delta == 0:
             # One feature, or pure DP: the 1-D pipeline per feature with ε/d
             # (basic composition; d = 1 spends ε).
@@ -1739,7 +1829,7 @@ class ThreadedClipNoiseEstimator(UserLevelMeanEstimator):
                 samples_per_user=self.samples_per_user, calibration=self.calibration,
                 random_state=budget.random_state)
             self.radii_ = [info["radius"]]
-            return mid + mean, loss
+            return shift_back(mean), loss
         if self.delta >= 1.0 / n:
             warnings.warn(
                 f"delta={self.delta:g} is not below 1/n_users = {1 / n:.3g}: the "
@@ -1751,4 +1841,4 @@ class ThreadedClipNoiseEstimator(UserLevelMeanEstimator):
             n_threads=self.n_threads, bound=bound, calibration=self.calibration,
             random_state=budget.random_state, offset=mid)
         self.radii_ = list(info["radii"]) + [info["final_radius"]]
-        return mid + mean, loss
+        return shift_back(mean), loss

@@ -354,3 +354,58 @@ def test_offset_is_the_same_as_shifting_the_table():
         assert a[0].tobytes() == b[0].tobytes()
         assert a[1] == b[1] and a[2]["radii"] == b[2]["radii"]
     np.testing.assert_array_equal(U, U_copy)  # the caller's table is not modified
+
+
+def test_defaults_at_20k_users_and_64_features_learn_no_box():
+    """Regression: with delta > 0 the estimator learned a box by default
+    (bounds="auto": a quarter of epsilon over 128 releases, 0.002 each) and
+    took its widest column as the coarse step's R for every feature. At
+    20 000 users x 64 features some column's spread release came out
+    absurdly wide in nearly every fit (half-widths up to 1e74), and the fit
+    died in private_range ("... bins exceeds 1e+12"). No route needs a box
+    with delta > 0: none is learned, the whole budget goes to the estimate."""
+    n, d = 20000, 64
+    rng = np.random.default_rng(0)
+    mu = rng.uniform(-2.0, 2.0, size=d)
+    X = mu + rng.normal(size=(n, d))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", AccuracyWarning)
+        est = ThreadedClipNoiseEstimator(moment_bound=1, random_state=0).fit(
+            X, groups=np.arange(n))
+    assert est.bounds_ is None
+    assert _meets(est.privacy_loss_, 1.0, 1e-6) and est.epsilon_ <= 1.0
+    assert np.abs(est.mean_ - mu).max() < 0.15  # measured 0.02-0.05
+
+
+def test_a_box_too_wide_for_the_bounded_coarse_step(monkeypatch):
+    """A public R spanning more than 1e12 buckets of width 4M/sqrt(m): with
+    delta > 0 Algorithm 4 ignores it (stability histogram, as without one);
+    with delta = 0 the estimator refuses before any release."""
+    from skuserdp.mean import _person_level
+    from skuserdp.mean._person_level import _bounded_coarse_users
+    rng = np.random.default_rng(1)
+    U = 3.0 + rng.normal(size=(3000, 4))
+    kw = dict(epsilon=1.0, delta=1e-6, moment_bound=1.0, samples_per_user=1,
+              random_state=0)
+    wide = person_level_mean(U, bound=1e13, **kw)
+    none = person_level_mean(U, **kw)
+    assert wide[0].tobytes() == none[0].tobytes()
+    assert wide[2]["n_coarse"] == none[2]["n_coarse"]
+    assert person_level_mean(U, bound=10.0, **kw)[2]["n_coarse"] == (
+        _bounded_coarse_users(1.0, 1e-6, 4, 10.0, 1.0, 1, 0.1))
+    g = np.arange(3000)
+    est = ThreadedClipNoiseEstimator(moment_bound=1.0, bounds=(-1e13, 1e13),
+                                     random_state=0).fit(U, groups=g)
+    assert np.abs(est.mean_ - 3.0).max() < 0.3
+    calls = []
+
+    def no_release(*args, **kwargs):
+        calls.append(1)
+        raise AssertionError("a release before the refusal")
+
+    monkeypatch.setattr(_person_level, "private_range", no_release)
+    with pytest.raises(ValueError, match=r"declared bounds are too wide in "
+                       r"feature\(s\) \[0, 1, 2, 3\].*declare tighter bounds"):
+        ThreadedClipNoiseEstimator(delta=0.0, moment_bound=1.0,
+                                   bounds=(-1e13, 1e13)).fit(U, groups=g)
+    assert not calls
