@@ -231,8 +231,8 @@ def plan_clip_noise(n_users, n_features, *, budget, radius, calibration="tight")
                          sensitivity, noise.privacy(sensitivity))
 
 
-def clip_noise_from_plan(user_means, plan, *, center=None, random_state=None,
-                         n_jobs=None):
+def clip_noise_from_plan(user_means, plan, *, center=None, rows=None,
+                         random_state=None, n_jobs=None):
     """Run a planned clip-and-noise release.
 
     Parameters
@@ -243,6 +243,11 @@ def clip_noise_from_plan(user_means, plan, *, center=None, random_state=None,
         From :func:`plan_clip_noise`.
     center : float or array-like of shape (n_features,), default=None
         Public centre; ``None`` is the origin.
+    rows : ndarray of int, default=None
+        Release the mean of the users ``user_means[rows]`` only (the plan is
+        then for ``len(rows)`` users), gathered block by block. They must be
+        chosen independently of the data, e.g. by
+        :func:`skuserdp.utils._random.random_subset`.
     random_state : int, RandomState, SeedSequence or None, default=None
         Noise source.
     n_jobs : int, default=None
@@ -264,13 +269,15 @@ def clip_noise_from_plan(user_means, plan, *, center=None, random_state=None,
     array([0.5, 0.5])
     """
     U = np.asarray(user_means, dtype=np.float64)
-    if U.shape != (plan.n_users, plan.n_features):
+    shape = U.shape if rows is None else (len(rows), U.shape[-1])
+    if U.ndim != 2 or shape != (plan.n_users, plan.n_features):
         raise ValueError(
-            f"user_means has shape {U.shape}; the plan is for "
-            f"{(plan.n_users, plan.n_features)}."
+            f"user_means has shape {U.shape}"
+            f"{'' if rows is None else f' ({len(rows)} rows selected)'}; the plan "
+            f"is for {(plan.n_users, plan.n_features)}."
         )
     center = check_center(center, plan.n_features)
-    return _release(U, plan, center, random_state, n_jobs)
+    return _release(U, plan, center, random_state, n_jobs, rows=rows)
 
 
 def _release(U, plan, center, random_state, n_jobs, rows=None, shift=None):

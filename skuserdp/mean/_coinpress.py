@@ -34,6 +34,11 @@ releases; every release's budget is fixed in advance by
 :func:`plan_coinpress` (public values only), so the loss is the zCDP
 composition of the planned budgets, whatever the data.
 
+Above 2^17 users the shrinking steps run on a uniformly random subset of
+:func:`coinpress_step_users` users (drawn independently of the data; the
+last release uses all users): the same loss, each step ``n/m`` times
+cheaper (issue 18; OUR CHOICE, not in the paper).
+
 Why the mean distance works without a declared spread: the mean distance of
 points to ``c`` is at least the distance of ``c`` to their mean, so with
 ``scale_factor ≥ 1`` the new ball contains the empirical mean (it does not
@@ -55,12 +60,12 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from ..base import BOUNDS_CONSTRAINTS, UserLevelMeanEstimator
 from ..privacy import ZCDP, compose, split_zcdp_shares, zcdp_rho_for
 from ..utils._docstrings import fill_doc
-from ..utils._random import make_seed_sequence
+from ..utils._random import SUBSET_MIN_USERS, make_seed_sequence, random_subset
 
 from ._clip_noise import clip_noise_from_plan, plan_clip_noise
 
 __all__ = ["CoinPressPlan", "plan_coinpress", "coinpress_mean",
-           "CoinPressMeanEstimator"]
+           "coinpress_step_users", "CoinPressMeanEstimator"]
 
 #: largest number of centre releases: each is a pass over the users at a
 #: 1/n_steps share of the budget (CoinPress needs about log of the box's
@@ -195,15 +200,17 @@ def _gaussian_tail_radius(sigma, d, beta):
 _BLOCK_ROWS = 2048
 
 
-def _clipped_distances(U, c, r):
-    """``np.minimum(np.linalg.norm(U - c, axis=1), r)[:, None]``, computed
-    block by block: the same values (``linalg.norm`` is ``sqrt(add.reduce(x
-    * x, axis=1))``, row by row) without an ``n × d`` temporary."""
-    n, d = U.shape
+def _clipped_distances(U, c, r, rows=None):
+    """``np.minimum(np.linalg.norm(U - c, axis=1), r)[:, None]`` (of the
+    rows ``rows`` of ``U`` when given), computed block by block: the same
+    values (``linalg.norm`` is ``sqrt(add.reduce(x * x, axis=1))``, row by
+    row) without an ``n × d`` temporary."""
+    n, d = U.shape if rows is None else (rows.size, U.shape[1])
     dist = np.empty((n, 1))
     buffer = np.empty((min(n, _BLOCK_ROWS), d))
     for start in range(0, n, _BLOCK_ROWS):
-        block = U[start:start + _BLOCK_ROWS]
+        block = (U[start:start + _BLOCK_ROWS] if rows is None
+                 else U[rows[start:start + _BLOCK_ROWS]])
         D = buffer[:block.shape[0]]
         out = dist[start:start + _BLOCK_ROWS, 0]
         np.subtract(block, c, out=D)
@@ -212,6 +219,62 @@ def _clipped_distances(U, c, r):
         np.sqrt(out, out=out)
         np.minimum(out, r, out=out)
     return dist
+
+
+#: a shrinking step on a subset of the users keeps the norm of its centre's
+#: noise (and the standard deviation of its mean distance's) at most this
+#: fraction of the ball's radius (:func:`coinpress_step_users`)
+STEP_NOISE_RATIO = 0.01
+
+
+def coinpress_step_users(plan):
+    """How many users the shrinking steps run on (public values only).
+
+    All of them up to :data:`~skuserdp.utils._random.SUBSET_MIN_USERS`
+    (2^17). Above, the shrinking steps (not the last release, which always
+    uses every user) run on a uniformly random subset of the users, drawn
+    independently of the data (:func:`~skuserdp.utils._random.random_subset`;
+    the privacy loss is that of the plan, unchanged: no amplification is
+    claimed), just large enough that each step's noise stays small against
+    its ball: the norm of a centre's noise, and the standard deviation of a
+    mean distance's, at most ``STEP_NOISE_RATIO`` (1 %) of the radius. The
+    steps only locate the users and their spread, which 2^17 users do to
+    about 0.3 % of the spread; the last release's noise and clipping are as
+    on all users. This makes the steps ``n / m`` times cheaper (issue 18).
+    OUR CHOICE, not in the paper.
+
+    Parameters
+    ----------
+    plan : CoinPressPlan
+        The run's budget schedule.
+
+    Returns
+    -------
+    m : int
+        ``plan.n_users`` or fewer.
+
+    Examples
+    --------
+    >>> from skuserdp.mean._coinpress import coinpress_step_users, plan_coinpress
+    >>> from skuserdp.privacy import ZCDP
+    >>> coinpress_step_users(plan_coinpress(10 ** 5, 64, budget=ZCDP(0.016)))
+    100000
+    >>> coinpress_step_users(plan_coinpress(10 ** 6, 64, budget=ZCDP(0.016)))
+    131072
+    """
+    n, d = plan.n_users, plan.n_features
+    if n <= SUBSET_MIN_USERS or not plan.center_budgets:
+        return n
+    # noise / radius on all n users; it falls like 1/m
+    ratio = math.sqrt(d * plan_clip_noise(
+        n, d, budget=min(plan.center_budgets, key=lambda b: b.rho),
+        radius=1.0).noise_variance)
+    if plan.spread_budgets is not None:
+        ratio = max(ratio, math.sqrt(plan_clip_noise(
+            n, 1, budget=min(plan.spread_budgets, key=lambda b: b.rho),
+            radius=0.5).noise_variance))
+    m = max(SUBSET_MIN_USERS, math.ceil(n * ratio / STEP_NOISE_RATIO))
+    return n if m >= n else m
 
 
 def coinpress_mean(user_means, plan, *, center, radius0, spread=None,
@@ -290,18 +353,22 @@ def coinpress_mean(user_means, plan, *, center, radius0, spread=None,
     project = (lambda v: v) if box is None else (lambda v: np.clip(v, *box))
     r = float(radius0)
     s = 0.0 if spread is None else float(spread)
-    seeds = make_seed_sequence(random_state).spawn(2 * plan.n_steps)
+    root = make_seed_sequence(random_state)
+    seeds = root.spawn(2 * plan.n_steps)
+    # the shrinking steps' users: all, or a random subset (public size)
+    m = coinpress_step_users(plan)
+    rows = None if m == n else random_subset(n, m, root.spawn(1)[0])
     radii = []
     for t, cb in enumerate(plan.center_budgets):
-        cplan = plan_clip_noise(n, d, budget=cb, radius=r + s)
+        cplan = plan_clip_noise(m, d, budget=cb, radius=r + s)
         radii.append(r + s)
-        c = project(clip_noise_from_plan(U, cplan, center=c,
+        c = project(clip_noise_from_plan(U, cplan, center=c, rows=rows,
                                          random_state=seeds[2 * t], n_jobs=n_jobs))
         if spread is not None:
             r = _gaussian_tail_radius(math.sqrt(cplan.noise_variance), d, beta)
             continue
-        dist = _clipped_distances(U, c, r)
-        dplan = plan_clip_noise(n, 1, budget=plan.spread_budgets[t], radius=r / 2.0)
+        dist = _clipped_distances(U, c, r, rows)
+        dplan = plan_clip_noise(m, 1, budget=plan.spread_budgets[t], radius=r / 2.0)
         mean_dist = float(clip_noise_from_plan(
             dist, dplan, center=np.array([r / 2.0]), random_state=seeds[2 * t + 1])[0])
         mean_dist = max(mean_dist, 2.0 * math.sqrt(dplan.noise_variance))
@@ -427,6 +494,14 @@ class CoinPressMeanEstimator(UserLevelMeanEstimator):
     ``final_scale_factor=3`` brings it to 0.18 and 0.0015, at the price of
     2.5× more noise on symmetric data. Declare ``radius`` when you know the
     spread.
+
+    *Many users.* Above 2^17 users the shrinking steps run on a random
+    subset of the users, drawn independently of the data, just large enough
+    that each step's noise stays below 1 % of its ball
+    (:func:`~skuserdp.mean._coinpress.coinpress_step_users`); the last
+    release uses every user. The privacy loss is unchanged (the docs'
+    privacy model, "Preliminary releases on a random subset") and each step
+    reads that subset instead of every user.
 
     Shrinking works when each step's noise is small against the ball, i.e.
     ``a = 2√d / (n_users·√(2ρ_step))`` is well below 1 (``ρ_step`` the

@@ -315,7 +315,14 @@ class _Transcript:
     def _run(self, U, plan, **kw):
         out = self.real(U, plan, **kw)
         if U.shape[1] == self.n_features:
-            n = U.shape[0]
+            # a release on a random subset of the users (rows) holds the
+            # moved user (row 0) or not; (rows, output) together carry the
+            # same guarantee (for every rows, a release on neighbouring or
+            # equal subsets), so the statistic may condition on rows
+            rows = kw.get("rows")
+            if rows is not None and 0 not in rows:
+                return out
+            n = plan.n_users
             c = np.asarray(kw["center"], dtype=float)
             norm = np.linalg.norm(c)
             shrink = 1.0 if norm <= plan.radius else plan.radius / norm
@@ -355,6 +362,102 @@ def test_audit_default_steps(radius, monkeypatch):
     _broken(monkeypatch, 4.0)
     bad = audit_estimator(est, X, Xp, epsilon_claimed=est.epsilon, **kw)
     assert bad.violation, str(bad)
+
+
+@pytest.mark.slow
+def test_audit_with_the_shrinking_steps_on_a_random_subset(monkeypatch):
+    # The design above with the shrinking steps forced onto a random half
+    # of the users (coinpress_step_users picks a subset only above 2^17
+    # users, too many for an audit): the loss charged is unchanged, so the
+    # audit must pass, and the positive control must still be flagged.
+    # Three steps (two on the subset) keep it short; the control needs
+    # fewer runs.
+    X, g, Xp, gp = _far_user_pair(400, 4)
+    monkeypatch.setattr(cp, "coinpress_step_users", lambda plan: 200)
+    est = CoinPressMeanEstimator(epsilon=0.9, delta=1e-3, bounds=(-1.0, 1.0),
+                                 n_steps=3)
+    statistic = _Transcript(monkeypatch, 4)
+    kw = dict(groups=g, groups_prime=gp, statistic=statistic, random_state=2,
+              n_jobs=1)
+    res = audit_estimator(est, X, Xp, n_runs=CP_AUDIT_RUNS, **kw)
+    assert not res.violation, str(res)
+    _broken(monkeypatch, 4.0)
+    bad = audit_estimator(est, X, Xp, n_runs=500, epsilon_claimed=est.epsilon,
+                          **kw)
+    assert bad.violation, str(bad)
+
+
+# ------------------------------------------------- many users: the steps' subset
+def test_step_users_are_all_up_to_2_17_then_enough_for_a_small_noise():
+    from skuserdp.mean._clip_noise import plan_clip_noise
+    from skuserdp.mean._coinpress import STEP_NOISE_RATIO, coinpress_step_users
+    rho = ZCDP(zcdp_rho_for(1.0, 1e-6))
+    assert coinpress_step_users(plan_coinpress(2 ** 17, 64, budget=rho)) == 2 ** 17
+    assert coinpress_step_users(plan_coinpress(10 ** 6, 64, budget=rho, n_steps=1)) \
+        == 10 ** 6  # no shrinking step
+    for eps, d, spread in [(1.0, 64, False), (0.1, 64, False), (1.0, 8, True),
+                           (0.05, 512, False)]:
+        plan = plan_coinpress(10 ** 6, d, budget=ZCDP(zcdp_rho_for(eps, 1e-6)),
+                              declared_spread=spread)
+        m = coinpress_step_users(plan)
+        assert 2 ** 17 <= m <= 10 ** 6
+        if m < 10 ** 6:  # each step's noise at most 1 % of its radius
+            ratio = math.sqrt(d * plan_clip_noise(
+                m, d, budget=plan.center_budgets[0], radius=1.0).noise_variance)
+            if not spread:
+                ratio = max(ratio, math.sqrt(plan_clip_noise(
+                    m, 1, budget=plan.spread_budgets[0],
+                    radius=0.5).noise_variance))
+            assert ratio <= STEP_NOISE_RATIO * 1.01  # lattice rounding
+    # eps = 0.1 at d = 64 needs more than 2^17 users for that
+    plan = plan_coinpress(10 ** 6, 64, budget=ZCDP(zcdp_rho_for(0.1, 1e-6)))
+    assert coinpress_step_users(plan) > 2 ** 17
+
+
+def test_shrinking_steps_of_many_users_run_on_a_random_subset(monkeypatch):
+    # The steps forced onto 50 of 400 users: each centre release is planned
+    # for the 50 users random_subset picks (from the child spawned after the
+    # steps' seeds) and sees exactly them, each distance release gets their
+    # clipped distances to the new centre, and the last release all users.
+    from skuserdp.utils._random import random_subset
+    U = _tm1(2, n=400, d=3)
+    n, d = U.shape
+    plan = plan_coinpress(n, d, budget=ZCDP(0.5), n_steps=4)
+    monkeypatch.setattr(cp, "coinpress_step_users", lambda p: 50)
+    seen = []
+    real_run = cp.clip_noise_from_plan
+
+    def run(V, p, *, rows=None, **kw):
+        out = real_run(V, p, rows=rows, **kw)
+        seen.append((V, p, rows, kw["center"], out))
+        return out
+
+    monkeypatch.setattr(cp, "clip_noise_from_plan", run)
+    _, radii = coinpress_mean(U, plan, center=np.zeros(d), radius0=30.0,
+                              random_state=np.random.SeedSequence(9))
+    root = np.random.SeedSequence(9)
+    root.spawn(2 * plan.n_steps)
+    rows = random_subset(n, 50, root.spawn(1)[0])
+    assert len(seen) == 7
+    for t in range(3):
+        V, p, got_rows, _, centre = seen[2 * t]
+        assert V is U and p.n_users == 50 and p.radius == radii[t]
+        np.testing.assert_array_equal(got_rows, rows)
+        D, q, no_rows, _, _ = seen[2 * t + 1]
+        assert no_rows is None and q.n_users == 50 and D.shape == (50, 1)
+        expect = np.minimum(np.linalg.norm(U[rows] - centre, axis=1), radii[t])
+        np.testing.assert_allclose(D[:, 0], expect, rtol=1e-14)
+    V, p, last_rows, _, _ = seen[-1]
+    assert V is U and p.n_users == n and last_rows is None
+    # the releases on the subset are those of its rows alone
+    V, p, got_rows, centre, out = seen[0]
+    np.testing.assert_array_equal(out, cn.clip_noise_from_plan(
+        U[rows], p, center=centre, random_state=root_seed(9, 0)))
+
+
+def root_seed(seed, k):
+    """The k-th child seed coinpress_mean spawns for its releases."""
+    return np.random.SeedSequence(seed).spawn(k + 1)[k]
 
 
 def test_centres_and_output_are_projected_onto_the_public_box(monkeypatch):
