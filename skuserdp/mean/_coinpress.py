@@ -60,7 +60,8 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from ..base import BOUNDS_CONSTRAINTS, UserLevelMeanEstimator
 from ..privacy import ZCDP, compose, split_zcdp_shares, zcdp_rho_for
 from ..utils._docstrings import fill_doc
-from ..utils._random import SUBSET_MIN_USERS, make_seed_sequence, random_subset
+from ..utils._random import (SUBSET_MIN_USERS, generator_from, make_seed_sequence,
+                             random_subset)
 
 from ._clip_noise import clip_noise_from_plan, plan_clip_noise
 
@@ -357,7 +358,7 @@ def coinpress_mean(user_means, plan, *, center, radius0, spread=None,
     seeds = root.spawn(2 * plan.n_steps)
     # the shrinking steps' users: all, or a random subset (public size)
     m = coinpress_step_users(plan)
-    rows = None if m == n else random_subset(n, m, root.spawn(1)[0])
+    rows = None if m == n else random_subset(n, m, generator_from(root.spawn(1)[0]))
     radii = []
     for t, cb in enumerate(plan.center_budgets):
         cplan = plan_clip_noise(m, d, budget=cb, radius=r + s)

@@ -36,12 +36,16 @@ one value (a rare binary feature, say) gets a flat box (width about
 ``2^-250`` or a grid step of the value): declare its bounds.
 
 Each release is ε₀-DP and ε₀-bounded range (ε₀²/8-zCDP); the ``2·d``
-releases are accounted by :func:`skuserdp.privacy.split_for_public_bounds`.
+releases are accounted by :func:`skuserdp.privacy.split_for_public_bounds`:
+``2d·ε₀`` (pure) or ``2d·ε₀²/8`` (zCDP) for the whole step.
 
-Above 2^17 users, both releases of every column run on a uniformly random
-subset of the users, drawn independently of the data, just large enough
-for a 2 % rank resolution (:func:`bounds_sample_size`; the privacy loss is
-unchanged, :func:`skuserdp.utils._random.random_subset`).
+Above 2^17 users, every release runs on one uniformly random subset of the
+users, drawn independently of the data, just large enough for a 2 % rank
+resolution (:func:`bounds_sample_size`). For each subset the whole step has
+the loss above, so it has it on all users too (a mixture of neighbouring
+releases, :func:`skuserdp.utils._random.random_subset`); each release is
+then ε₀-DP, but no longer bounded range on its own, so only the whole
+step's ``2d·ε₀`` or ``2d·ε₀²/8`` may be used to compose it.
 
 The costs only need, for every grid point, how many values lie at or below
 it: every value's bin is found in O(1) (:class:`_GridIndex`) and counted,
@@ -316,9 +320,13 @@ def bounds_sample_size(n_users, release_epsilon):
     221341
     """
     n = int(n_users)
-    ranks = 2.0 * math.log(bounds_grid().size / SUBSET_BETA) / float(release_epsilon)
-    m = max(SUBSET_MIN_USERS, math.ceil(ranks / SUBSET_RANK_ERROR))
-    return n if m >= n else m
+    eps0 = float(release_epsilon)
+    if not eps0 > 0:  # (and NaN) no subset; the callers refuse or warn
+        return n
+    users = 2.0 * math.log(bounds_grid().size / SUBSET_BETA) / eps0 / SUBSET_RANK_ERROR
+    if not users < n:  # (and inf, for a tiny eps0)
+        return n
+    return min(n, max(SUBSET_MIN_USERS, math.ceil(users)))
 
 
 def spread_rule(n_users, release_epsilon):
@@ -396,12 +404,14 @@ def private_bounds(values, release_epsilon, *, scale=None, random_state=None):
     """Private box ``median ± scale·spread`` of every column, at user level.
 
     Two ε₀-DP exponential-mechanism releases per column (module docstring):
-    ``2·n_features`` releases in all, each ε₀-bounded range. Rows are users
-    (one value per user and feature); replacing one row is the neighbouring
-    relation. Nothing about the scale of the data is assumed. Above 2^17
-    users the releases run on a uniformly random subset of
-    :func:`bounds_sample_size` users (same loss, two passes over the subset
-    only).
+    ``2·n_features`` releases in all, each ε₀-bounded range, so the whole
+    step is ``2·n_features·ε₀``-DP and ``2·n_features·ε₀²/8``-zCDP. Rows are
+    users (one value per user and feature); replacing one row is the
+    neighbouring relation. Nothing about the scale of the data is assumed.
+    Above 2^17 users the releases run on a uniformly random subset of
+    :func:`bounds_sample_size` users, with the same guarantee for the whole
+    step (but not bounded range release by release) and two passes over the
+    subset only.
 
     Parameters
     ----------
@@ -443,22 +453,21 @@ def private_bounds(values, release_epsilon, *, scale=None, random_state=None):
     scale = rule_scale if scale is None else float(scale)
     if not 0 < scale <= 2.0 ** 64:
         raise ValueError(f"scale must be in (0, 2**64], got {scale!r}.")
-    seed_sequence = make_seed_sequence(random_state)
-    rows = None
-    if n < n_all:  # a random subset of the users, from its own stream
-        rows = random_subset(n_all, n, seed_sequence.spawn(1)[0])
-        _check_finite(V)
     grid_index, pos_index = _grid_indices()
-    le, non_finite = _grid_counts(_row_blocks(V, rows), grid_index, n, d)
-    if non_finite.any():
-        raise ValueError("values must be finite.")
-    rng = generator_from(seed_sequence)
+    rng = generator_from(make_seed_sequence(random_state))
     # Per column, a median release then a spread release: draw their Gumbel
     # noise (sizes fixed by the grids, never by the data) up front in that
     # order, so that every column's counts come from one pass over V and the
     # random stream is that of releasing them one after another.
-    noise = [(rng.gumbel(size=le.shape[1] - 1), rng.gumbel(size=pos_index.size))
+    noise = [(rng.gumbel(size=grid_index.size - 1), rng.gumbel(size=pos_index.size))
              for _ in range(d)]
+    rows = None
+    if n < n_all:  # a random subset of the users: the same stream, after the noise
+        rows = random_subset(n_all, n, rng)
+        _check_finite(V)
+    le, non_finite = _grid_counts(_row_blocks(V, rows), grid_index, n, d)
+    if non_finite.any():
+        raise ValueError("values must be finite.")
     grid, pos = bounds_grid(), _positive_grid()
     t = np.empty(d)
     for j in range(d):

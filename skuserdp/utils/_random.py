@@ -94,23 +94,26 @@ def spawn_generators(seed_sequence, n):
 SUBSET_MIN_USERS = 2 ** 17
 
 
-def random_subset(n, size, seed_sequence):
+def random_subset(n, size, rng):
     """Sorted indices of a uniformly random subset of ``size`` of ``range(n)``.
 
     Used to run a *preliminary* release (a private box, CoinPress's
     shrinking steps) on ``size`` of the ``n`` users when ``n`` is large.
-    The subset is drawn from its own stream, independently of the data, and
-    the release is order-independent, so it sees a uniformly random
+    The subset is drawn independently of the data, and the releases that
+    use it do not depend on the order of the users (integer counts, exact
+    lattice sums, row-wise distances), so they see a uniformly random
     sub-multiset of the users whatever their order. Privacy is unchanged:
     for replace-one neighbours ``D``, ``D'`` (users ordered so that the
     replaced one has the same index in both), the same indices pick equal or
-    replace-one neighbouring subsets, so a mechanism that is ε-DP (or
-    ρ-zCDP) on ``size`` users is ε-DP (ρ-zCDP) on the ``n`` users: the
-    output is a mixture over the subset of outputs on neighbouring inputs,
-    and both the DP inequality and the Rényi divergence (jointly
+    replace-one neighbouring subsets, so a sequence of releases that is
+    ε-DP (or ρ-zCDP) on ``size`` users is ε-DP (ρ-zCDP) on the ``n`` users:
+    the output is a mixture over the subset of outputs on neighbouring
+    inputs, and both the DP inequality and the Rényi divergence (jointly
     quasi-convex; van Erven and Harremoës 2014, Theorem 13) hold for a
-    mixture when they hold for every component. No amplification by
-    subsampling is claimed: the loss charged is that of the release on
+    mixture when they hold for every component. This holds for the whole
+    sequence of releases on one subset; properties finer than a DP or
+    Rényi bound (bounded range, say) do not carry over. No amplification by
+    subsampling is claimed: the loss charged is that of the releases on
     ``size`` users.
 
     Parameters
@@ -119,8 +122,8 @@ def random_subset(n, size, seed_sequence):
         Number of users, ``>= size``.
     size : int
         Size of the subset, ``>= 1``.
-    seed_sequence : numpy.random.SeedSequence
-        A stream used for nothing else.
+    rng : numpy.random.Generator
+        A stream independent of the data.
 
     Returns
     -------
@@ -131,12 +134,12 @@ def random_subset(n, size, seed_sequence):
     --------
     >>> import numpy as np
     >>> from skuserdp.utils._random import random_subset
-    >>> rows = random_subset(10, 4, np.random.SeedSequence(0))
+    >>> rows = random_subset(10, 4, np.random.default_rng(0))
     >>> rows.shape, bool(np.all(np.diff(rows) > 0))
     ((4,), True)
     """
     n, size = int(n), int(size)
     if not 1 <= size <= n:
         raise ValueError(f"size must be in [1, n={n}], got {size}.")
-    rows = generator_from(seed_sequence).choice(n, size=size, replace=False)
+    rows = rng.choice(n, size=size, replace=False)
     return np.sort(rows).astype(np.intp, copy=False)

@@ -437,7 +437,7 @@ def test_shrinking_steps_of_many_users_run_on_a_random_subset(monkeypatch):
                               random_state=np.random.SeedSequence(9))
     root = np.random.SeedSequence(9)
     root.spawn(2 * plan.n_steps)
-    rows = random_subset(n, 50, root.spawn(1)[0])
+    rows = random_subset(n, 50, np.random.default_rng(root.spawn(1)[0]))
     assert len(seen) == 7
     for t in range(3):
         V, p, got_rows, _, centre = seen[2 * t]

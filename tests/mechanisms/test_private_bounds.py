@@ -368,6 +368,40 @@ def test_exact_law_on_a_random_subset_has_log_ratio_at_most_epsilon():
     assert np.max(np.abs(np.log(a) - np.log(b))) > 1.4 * eps0  # 1.5 eps0
 
 
+def test_released_median_follows_the_law_on_a_uniform_subset(monkeypatch):
+    # private_bounds itself, forced onto 3 of 6 users: over 3000 seeds, the
+    # bins its median release lands in follow the exact mixture over all 20
+    # subsets of the exponential mechanism's law (chi-square test at
+    # p = 1e-4 on the bins expected at least 5 times, the rest pooled). A
+    # release on the first 3 users, on a non-uniform subset or with costs
+    # counted for 6 users would follow another law.
+    from itertools import combinations
+
+    from scipy import stats
+    import skuserdp.mechanisms._private_bounds as pb
+    monkeypatch.setattr(pb, "bounds_sample_size", lambda n, eps0: min(n, 3))
+    grid = bounds_grid()
+    # six users in six distinct bins; at eps0 = 12 the release is the bin
+    # of the subset's median but for about 1 % of the time, so the law is
+    # the mixture 0.2, 0.3, 0.3, 0.2 on the bins of the 2nd to 5th users
+    v = np.array([1.0, 1.5, 2.5, 4.0, 7.0, 12.0])
+    eps0 = 12.0
+    law = _subset_law(v, 3, eps0, grid, list(combinations(range(6), 3)))
+    runs = 3000
+    counts = np.zeros(grid.size - 1)
+    for seed in np.random.SeedSequence(11).spawn(runs):
+        lo, hi = private_bounds(v[:, None], eps0, random_state=seed)
+        t = 0.5 * lo[0] + 0.5 * hi[0]  # the bin's midpoint, up to rounding
+        counts[np.searchsorted(grid, t) - 1] += 1
+    expected = runs * law
+    big = expected >= 5
+    observed = np.r_[counts[big], counts[~big].sum()]
+    expect = np.r_[expected[big], expected[~big].sum()]
+    chi2 = float(np.sum((observed - expect) ** 2 / expect))
+    assert chi2 < stats.chi2.isf(1e-4, observed.size - 1), (chi2, observed, expect)
+    assert big.sum() >= 4  # the law is spread over several bins
+
+
 def test_bounds_sample_size_is_all_users_up_to_2_17_then_a_rank_rule():
     from skuserdp.mechanisms._private_bounds import (
         SUBSET_BETA, SUBSET_RANK_ERROR, bounds_sample_size)
@@ -380,6 +414,9 @@ def test_bounds_sample_size_is_all_users_up_to_2_17_then_a_rank_rule():
     m = bounds_sample_size(10 ** 6, 0.0123)
     ranks = 2 * np.log(bounds_grid().size / SUBSET_BETA) / 0.0123
     assert ranks <= SUBSET_RANK_ERROR * m
+    # no subset for an epsilon too small (or invalid) to ask for one
+    for eps0 in (0.0, -1.0, float("nan"), 1e-308, 5e-324):
+        assert bounds_sample_size(10 ** 6, eps0) == 10 ** 6
     # the failure bounds reported are those of the subset
     assert bounds_failure_probability(10 ** 6, 0.0123) == bounds_failure_probability(
         m, 0.0123)
@@ -394,8 +431,14 @@ def test_many_users_learn_the_box_on_a_random_subset(monkeypatch):
     monkeypatch.setattr(pb, "SUBSET_MIN_USERS", 50)
     V = np.random.default_rng(0).normal([3.0, -40.0], [1.0, 5.0], size=(200, 2))
     assert pb.bounds_sample_size(200, 50.0) == 50
-    got = private_bounds(V, 50.0, random_state=np.random.SeedSequence(5))
-    rows = random_subset(200, 50, np.random.SeedSequence(5).spawn(1)[0])
+    seed = np.random.SeedSequence(5)
+    got = private_bounds(V, 50.0, random_state=seed)
+    assert seed.n_children_spawned == 0  # the caller's seed is not changed
+    rng = np.random.default_rng(np.random.SeedSequence(5))
+    for _ in range(2):  # the Gumbel noise of both columns comes first
+        rng.gumbel(size=bounds_grid().size - 1)
+        rng.gumbel(size=bounds_grid().size // 2 + 1)
+    rows = random_subset(200, 50, rng)
     want = private_bounds(V[rows], 50.0, random_state=np.random.SeedSequence(5))
     np.testing.assert_array_equal(got, want)
     assert not np.array_equal(got, private_bounds(

@@ -39,14 +39,14 @@ def test_bad_random_state(bad):
 # ------------------------------------------------------------ random subsets
 def test_random_subset_is_sorted_unique_and_reproducible():
     from skuserdp.utils._random import random_subset
-    a = random_subset(1000, 300, np.random.SeedSequence(4))
-    b = random_subset(1000, 300, np.random.SeedSequence(4))
+    a = random_subset(1000, 300, np.random.default_rng(4))
+    b = random_subset(1000, 300, np.random.default_rng(4))
     np.testing.assert_array_equal(a, b)
     assert a.shape == (300,) and np.all(np.diff(a) > 0)
     assert a.min() >= 0 and a.max() < 1000
-    assert random_subset(5, 5, np.random.SeedSequence(0)).tolist() == [0, 1, 2, 3, 4]
+    assert random_subset(5, 5, np.random.default_rng(0)).tolist() == [0, 1, 2, 3, 4]
     with pytest.raises(ValueError, match="size"):
-        random_subset(5, 6, np.random.SeedSequence(0))
+        random_subset(5, 6, np.random.default_rng(0))
 
 
 def test_random_subset_includes_every_index_with_probability_size_over_n():
@@ -54,16 +54,17 @@ def test_random_subset_includes_every_index_with_probability_size_over_n():
     # w.p. m/n = 0.3; over 4000 draws each count is Binomial(4000, 0.3)
     # (sd 29); a 6-sd band holds for all 20 indices w.p. > 1 - 2e-8
     from skuserdp.utils._random import random_subset
-    root = np.random.SeedSequence(7)
+    rng = np.random.default_rng(7)
     counts = np.zeros(20)
-    for seed in root.spawn(4000):
-        counts[random_subset(20, 6, seed)] += 1
+    for _ in range(4000):
+        counts[random_subset(20, 6, rng)] += 1
     assert np.all(np.abs(counts - 1200) < 6 * np.sqrt(4000 * 0.3 * 0.7))
     # and pairs are included together as often as a uniform subset says:
     # P(0 and 1) = (6/20)(5/19)
     pair = 0
-    for seed in np.random.SeedSequence(8).spawn(4000):
-        rows = random_subset(20, 6, seed)
+    rng = np.random.default_rng(8)
+    for _ in range(4000):
+        rows = random_subset(20, 6, rng)
         pair += rows[0] == 0 and rows[1] == 1 if rows.size > 1 else 0
     p = 6 / 20 * 5 / 19
     assert abs(pair - 4000 * p) < 6 * np.sqrt(4000 * p * (1 - p))
