@@ -1780,12 +1780,13 @@ class ThreadedClipNoiseEstimator(UserLevelMeanEstimator):
         if isinstance(self.bounds, str):
             raise ValueError(
                 f"{name}: bounds='auto' learned a box too wide in {where}: "
-                f"{what}. Its private median or spread release failed there "
-                f"(the box of {half_width.shape[0]} feature(s) is learned from a "
-                "share of epsilon split over two releases per feature). Declare "
+                f"{what}. Either its private median or spread release failed "
+                f"there (the box of {half_width.shape[0]} feature(s) is learned "
+                "from a share of epsilon split over two releases per feature), or "
+                "moment_bound is far too small for the data. Declare "
                 "bounds=(lower, upper) in the units of the data (public knowledge, "
-                "e.g. a codebook range), or use delta > 0 (no box needed), more "
-                "users or a larger epsilon.")
+                "e.g. a codebook range), check moment_bound, or use delta > 0 (no "
+                "box needed), more users or a larger epsilon.")
         raise ValueError(
             f"{name}: the declared bounds are too wide in {where}: {what}. "
             "Please declare tighter bounds (in the units of the data), or use "
