@@ -34,10 +34,11 @@ releases; every release's budget is fixed in advance by
 :func:`plan_coinpress` (public values only), so the loss is the zCDP
 composition of the planned budgets, whatever the data.
 
-Above 2^17 users the shrinking steps run on a uniformly random subset of
-:func:`coinpress_step_users` users (drawn independently of the data; the
-last release uses all users): the same loss, each step ``n/m`` times
-cheaper (issue 18; OUR CHOICE, not in the paper).
+Above 2^17 users the shrinking steps but the last centre release run on a
+uniformly random subset of :func:`coinpress_step_users` users (drawn
+independently of the data; the last centre and the last release use all
+users): the same loss, those steps ``n/m`` times cheaper (issue 18; OUR
+CHOICE, not in the paper).
 
 Why the mean distance works without a declared spread: the mean distance of
 points to ``c`` is at least the distance of ``c`` to their mean, so with
@@ -197,6 +198,13 @@ def _gaussian_tail_radius(sigma, d, beta):
     return sigma * (math.sqrt(d) + math.sqrt(2.0 * math.log(1.0 / beta)))
 
 
+def _subset_mean_radius(spread, m, beta):
+    """``s(1 + √(2 ln(1/β)))/√m``: about how far the mean of ``m`` random
+    users lies from the mean of all, when every user is within ``s`` of it
+    (w.p. about ``1 − β``; an accuracy margin, not a privacy quantity)."""
+    return spread * (1.0 + math.sqrt(2.0 * math.log(1.0 / beta))) / math.sqrt(m)
+
+
 #: rows per block of the distance pass (a few hundred kB per temporary)
 _BLOCK_ROWS = 2048
 
@@ -232,17 +240,22 @@ def coinpress_step_users(plan):
     """How many users the shrinking steps run on (public values only).
 
     All of them up to :data:`~skuserdp.utils._random.SUBSET_MIN_USERS`
-    (2^17). Above, the shrinking steps (not the last release, which always
-    uses every user) run on a uniformly random subset of the users, drawn
-    independently of the data (:func:`~skuserdp.utils._random.random_subset`;
-    the privacy loss is that of the plan, unchanged: no amplification is
-    claimed), just large enough that each step's noise stays small against
-    its ball: the norm of a centre's noise, and the standard deviation of a
-    mean distance's, at most ``STEP_NOISE_RATIO`` (1 %) of the radius. The
-    steps only locate the users and their spread, which 2^17 users do to
-    about 0.3 % of the spread; the last release's noise and clipping are as
-    on all users. This makes the steps ``n / m`` times cheaper (issue 18).
-    OUR CHOICE, not in the paper.
+    (2^17). Above, the shrinking steps run on a uniformly random subset of
+    the users, drawn independently of the data
+    (:func:`~skuserdp.utils._random.random_subset`; the privacy loss is that
+    of the plan, unchanged: no amplification is claimed), just large enough
+    that each step's noise stays small against its ball: the norm of a
+    centre's noise, and the standard deviation of a mean distance's, at most
+    ``STEP_NOISE_RATIO`` (1 %) of the radius. Two releases still use every
+    user: the last one, and the last centre release, which is the centre the
+    last release clips around (a centre off the users' mean by the subset's
+    sampling error would pull the clipped mean towards it: measured 6–10 %
+    more error on heavy-tailed users' means, ``benchmarks/bench_subset.py``).
+    The other steps only locate the users and their spread, which 2^17 users
+    do to about 0.3 % of the spread. With a declared spread ``s``, a ball
+    after a step on the subset is widened by
+    ``s(1 + √(2 ln(1/β)))/√m`` for the subset's mean. This makes those
+    steps ``n / m`` times cheaper (issue 18). OUR CHOICE, not in the paper.
 
     Parameters
     ----------
@@ -359,14 +372,21 @@ def coinpress_mean(user_means, plan, *, center, radius0, spread=None,
     # the shrinking steps' users: all, or a random subset (public size)
     m = coinpress_step_users(plan)
     rows = None if m == n else random_subset(n, m, generator_from(root.spawn(1)[0]))
+    last = len(plan.center_budgets) - 1
     radii = []
     for t, cb in enumerate(plan.center_budgets):
-        cplan = plan_clip_noise(m, d, budget=cb, radius=r + s)
+        # the last centre (the one the last release clips around) from every
+        # user: no sampling error of the subset for the clipping to pull on
+        step_rows = None if t == last else rows
+        cplan = plan_clip_noise(n if step_rows is None else m, d, budget=cb,
+                                radius=r + s)
         radii.append(r + s)
-        c = project(clip_noise_from_plan(U, cplan, center=c, rows=rows,
+        c = project(clip_noise_from_plan(U, cplan, center=c, rows=step_rows,
                                          random_state=seeds[2 * t], n_jobs=n_jobs))
         if spread is not None:
             r = _gaussian_tail_radius(math.sqrt(cplan.noise_variance), d, beta)
+            if step_rows is not None:  # and the subset's mean off the users'
+                r += _subset_mean_radius(s, m, beta)
             continue
         dist = _clipped_distances(U, c, r, rows)
         dplan = plan_clip_noise(m, 1, budget=plan.spread_budgets[t], radius=r / 2.0)
@@ -500,9 +520,9 @@ class CoinPressMeanEstimator(UserLevelMeanEstimator):
     subset of the users, drawn independently of the data, just large enough
     that each step's noise stays below 1 % of its ball
     (:func:`~skuserdp.mean._coinpress.coinpress_step_users`); the last
-    release uses every user. The privacy loss is unchanged (the docs'
-    privacy model, "Preliminary releases on a random subset") and each step
-    reads that subset instead of every user.
+    centre release and the last release use every user. The privacy loss is
+    unchanged (the docs' privacy model, "Preliminary releases on a random
+    subset") and those steps read the subset instead of every user.
 
     Shrinking works when each step's noise is small against the ball, i.e.
     ``a = 2√d / (n_users·√(2ρ_step))`` is well below 1 (``ρ_step`` the

@@ -370,8 +370,8 @@ def test_audit_with_the_shrinking_steps_on_a_random_subset(monkeypatch):
     # of the users (coinpress_step_users picks a subset only above 2^17
     # users, too many for an audit): the loss charged is unchanged, so the
     # audit must pass, and the positive control must still be flagged.
-    # Three steps (two on the subset) keep it short; the control needs
-    # fewer runs.
+    # Three steps keep it short (the first step's centre and both mean
+    # distances on the subset); the control needs fewer runs.
     X, g, Xp, gp = _far_user_pair(400, 4)
     monkeypatch.setattr(cp, "coinpress_step_users", lambda plan: 200)
     est = CoinPressMeanEstimator(epsilon=0.9, delta=1e-3, bounds=(-1.0, 1.0),
@@ -415,10 +415,12 @@ def test_step_users_are_all_up_to_2_17_then_enough_for_a_small_noise():
 
 
 def test_shrinking_steps_of_many_users_run_on_a_random_subset(monkeypatch):
-    # The steps forced onto 50 of 400 users: each centre release is planned
-    # for the 50 users random_subset picks (from the child spawned after the
-    # steps' seeds) and sees exactly them, each distance release gets their
-    # clipped distances to the new centre, and the last release all users.
+    # The steps forced onto 50 of 400 users: each centre release but the
+    # last is planned for the 50 users random_subset picks (from the child
+    # spawned after the steps' seeds) and sees exactly them, each distance
+    # release gets their clipped distances to the new centre, and the last
+    # centre release (the last release's centre) and the last release see
+    # all users.
     from skuserdp.utils._random import random_subset
     U = _tm1(2, n=400, d=3)
     n, d = U.shape
@@ -441,8 +443,12 @@ def test_shrinking_steps_of_many_users_run_on_a_random_subset(monkeypatch):
     assert len(seen) == 7
     for t in range(3):
         V, p, got_rows, _, centre = seen[2 * t]
-        assert V is U and p.n_users == 50 and p.radius == radii[t]
-        np.testing.assert_array_equal(got_rows, rows)
+        assert V is U and p.radius == radii[t]
+        if t < 2:
+            assert p.n_users == 50
+            np.testing.assert_array_equal(got_rows, rows)
+        else:
+            assert p.n_users == n and got_rows is None
         D, q, no_rows, _, _ = seen[2 * t + 1]
         assert no_rows is None and q.n_users == 50 and D.shape == (50, 1)
         expect = np.minimum(np.linalg.norm(U[rows] - centre, axis=1), radii[t])
@@ -453,6 +459,35 @@ def test_shrinking_steps_of_many_users_run_on_a_random_subset(monkeypatch):
     V, p, got_rows, centre, out = seen[0]
     np.testing.assert_array_equal(out, cn.clip_noise_from_plan(
         U[rows], p, center=centre, random_state=root_seed(9, 0)))
+
+
+def test_declared_spread_widens_a_ball_after_a_step_on_the_subset(monkeypatch):
+    # with a declared spread s, the ball after a step on m random users is
+    # the noise's tail radius plus s (1 + sqrt(2 ln(1/beta))) / sqrt(m) (the
+    # subset's mean may lie that far from all users' mean), plus s; after
+    # the last centre release (on every user) the tail radius alone, plus s
+    U = _tm1(3, n=400, d=3)
+    n, d = U.shape
+    plan = plan_coinpress(n, d, budget=ZCDP(0.5), n_steps=4, declared_spread=True)
+    monkeypatch.setattr(cp, "coinpress_step_users", lambda p: 50)
+    seen = []
+    real_run = cp.clip_noise_from_plan
+
+    def run(V, p, **kw):
+        seen.append(p)
+        return real_run(V, p, **kw)
+
+    monkeypatch.setattr(cp, "clip_noise_from_plan", run)
+    spread, beta = 2.0, 0.01
+    _, radii = coinpress_mean(U, plan, center=np.zeros(d), radius0=30.0,
+                              spread=spread, beta=beta, random_state=0)
+    margin = spread * (1 + math.sqrt(2 * math.log(1 / beta))) / math.sqrt(50)
+    tails = [cp._gaussian_tail_radius(math.sqrt(p.noise_variance), d, beta)
+             for p in seen]
+    assert [p.n_users for p in seen] == [50, 50, 400, 400]
+    assert radii[1] == pytest.approx(tails[0] + margin + spread, rel=1e-12)
+    assert radii[2] == pytest.approx(tails[1] + margin + spread, rel=1e-12)
+    assert radii[3] == pytest.approx(tails[2] + spread, rel=1e-12)
 
 
 def root_seed(seed, k):
