@@ -110,8 +110,11 @@ def _user_class_counts(values, classes, codes, n_users):
     d = classes.shape[0]
     cls = _class_codes(values, classes)
     valid = cls >= 0
-    counts = np.bincount(codes[valid] * d + cls[valid], minlength=n_users * d)
-    return counts.reshape(n_users, d).astype(np.float64)
+    cells = codes[valid] * d + cls[valid]
+    # float64 counts straight from the bincount (sums of ones: exact), with
+    # no int64 table to convert
+    counts = np.bincount(cells, weights=np.ones(cells.size), minlength=n_users * d)
+    return counts.reshape(n_users, d)
 
 
 def _column_dtype(meta):
@@ -267,9 +270,10 @@ class DiscreteDistributionEstimator(UserLevelMixin, BaseEstimator):
         classes = self._check_classes()
         self._check_column(X.shape[1], X.dtype, classes)
         codes, n_users = self._resolve_groups(y, groups, X.shape[0])
-        counts = _user_class_counts(X[:, 0], classes, codes, n_users)
+        freqs = _user_class_counts(X[:, 0], classes, codes, n_users)
         rows = np.bincount(codes, minlength=n_users)
-        return counts / rows[:, None], n_users, classes
+        np.divide(freqs, rows[:, None], out=freqs)  # (no second table)
+        return freqs, n_users, classes
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None, *, groups=None):
