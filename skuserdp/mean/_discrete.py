@@ -112,9 +112,10 @@ def _user_class_counts(values, classes, codes, n_users):
     valid = cls >= 0
     cells = codes[valid] * d + cls[valid]
     # float64 counts straight from the bincount (sums of ones: exact), with
-    # no int64 table to convert
+    # no int64 table to convert (but for no cell at all: bincount then
+    # returns int64 zeros)
     counts = np.bincount(cells, weights=np.ones(cells.size), minlength=n_users * d)
-    return counts.reshape(n_users, d)
+    return counts.astype(np.float64, copy=False).reshape(n_users, d)
 
 
 def _column_dtype(meta):

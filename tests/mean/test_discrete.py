@@ -209,3 +209,19 @@ def test_classes_of_another_kind_than_the_column_are_refused(classes, column):
         est = DiscreteDistributionEstimator(classes=[0.0, 1.0], epsilon=50.0,
                                             delta=0.3, random_state=0)
         assert est.fit(column, groups=groups).probabilities_.min() > 0.3
+
+
+def test_class_counts_are_float_even_when_no_row_is_in_a_class():
+    # np.bincount with weights returns int64 zeros for an empty input; the
+    # frequencies are divided in place, so the table must be float64 anyway
+    from skuserdp.mean._discrete import _user_class_counts
+    counts = _user_class_counts(np.array([7.0, 8.0]), np.array([0, 1, 2]),
+                                np.array([0, 1]), 2)
+    assert counts.dtype == np.float64 and counts.shape == (2, 3)
+    assert not counts.any()
+    # and a fit where no row is in a class runs (sklearn's
+    # check_fit2d_1feature does this)
+    X = np.array([[7.0], [8.0], [9.0], [7.0]] * 50)
+    est = DiscreteDistributionEstimator(classes=[0, 1, 2], random_state=0)
+    est.fit(X, groups=np.arange(200) // 2)
+    assert est.probabilities_.shape == (3,)
