@@ -208,33 +208,36 @@ def learn_box(name, U, release_epsilon, random_state, stacklevel=5):
     """``bounds="auto"``: the private box of the columns of ``U`` (one row per
     user), with the warnings a user needs.
 
-    A ``ValueError`` when the public failure bound of the median or of the
-    spread release exceeds 1/2 (the box would likely miss the data or be
-    absurdly wide, and the fit would be garbage: refuse rather than return
-    it); an :class:`~skuserdp.exceptions.AccuracyWarning` when it exceeds
-    5 %, and when a learned box is flat (a value shared by most users, e.g. a
-    rare binary feature).
+    A ``ValueError`` when the public bound on the probability that the
+    median or the spread release of *some* column fails (the per-column
+    bound times the number of columns, capped at 1) exceeds 1/2 (the box
+    would likely miss the data or be absurdly wide somewhere, and the fit
+    would be garbage: refuse rather than return it); an
+    :class:`~skuserdp.exceptions.AccuracyWarning` when it exceeds 5 %, and
+    when a learned box is flat (a value shared by most users, e.g. a rare
+    binary feature).
     """
     n, d = U.shape
-    fail_m, fail_s = bounds_failure_probability(n, release_epsilon)
-    if max(fail_m, fail_s) > BOUNDS_FAILURE_REFUSE:
+    fail = min(1.0, d * max(bounds_failure_probability(n, release_epsilon)))
+    if fail > BOUNDS_FAILURE_REFUSE:
         raise ValueError(
             f"{name}: bounds='auto' cannot learn the box of {d} column(s) from {n} "
             f"users at this budget (epsilon {release_epsilon:.3g} per release; "
-            f"failure probability up to {max(fail_m, fail_s):.2g} per column): the "
+            f"probability up to {fail:.2g} that some column fails): the "
             "estimate would be garbage. Declare bounds=(lower, upper) (and "
             "target_bounds for a regressor) in the units of the data -- public "
             "knowledge such as a codebook range -- or use more users, fewer "
-            "columns or a larger epsilon (or bounds_share).")
-    if max(fail_m, fail_s) > BOUNDS_FAILURE_WARN:
+            "columns or a larger epsilon (or bounds_share, or delta > 0 where "
+            "the estimator then accounts the box in zCDP).")
+    if fail > BOUNDS_FAILURE_WARN:
         warnings.warn(
             f"{name}: bounds='auto' learns the box of {d} column(s) from {n} users "
             f"with epsilon {release_epsilon:.3g} per release; the learned box may "
-            f"miss the data or be far too wide (probability up to "
-            f"{max(fail_m, fail_s):.2g} per column), so the estimate may be far "
-            "off. Declare bounds=(lower, upper) in the units of the data (public "
-            "knowledge, e.g. from a codebook), or use more users or a larger "
-            "epsilon.", AccuracyWarning, stacklevel=stacklevel)
+            f"miss the data or be far too wide in some column (probability up "
+            f"to {fail:.2g}), so the estimate may be far off. Declare "
+            "bounds=(lower, upper) in the units of the data (public knowledge, "
+            "e.g. from a codebook), or use more users or a larger epsilon.",
+            AccuracyWarning, stacklevel=stacklevel)
     lower, upper = private_bounds(U, release_epsilon, random_state=random_state)
     width = upper - lower
     flat = np.flatnonzero(width <= 2.0 ** -240
@@ -432,6 +435,12 @@ class UserLevelMeanEstimator(UserLevelMixin, BaseEstimator):
         """Whether the estimator's own release is accounted in zCDP."""
         return False
 
+    def _approx_bounds_accounting(self):
+        """Whether a learned box is accounted in zCDP at a share of δ when the
+        estimator's own release is (ε, δ)-DP with δ > 0 (it must then plan
+        with the ``delta`` of its :class:`FitBudget`)."""
+        return False
+
     def _resolve_bounds(self, U):
         """The :class:`FitBudget` of this fit: declared or privately learned box."""
         n, d = U.shape
@@ -446,7 +455,8 @@ class UserLevelMeanEstimator(UserLevelMixin, BaseEstimator):
         if share is None:
             share = BOUNDS_SHARE_ZCDP if zcdp else BOUNDS_SHARE_PURE
         eps0, loss, rest_eps, rest_delta = split_for_public_bounds(
-            self.epsilon, self.delta, share, 2 * d, zcdp=zcdp)
+            self.epsilon, self.delta, share, 2 * d, zcdp=zcdp,
+            approx=self._approx_bounds_accounting())
         seed_bounds, seed_rest = make_seed_sequence(self.random_state).spawn(2)
         lower, upper = learn_box(type(self).__name__, U, eps0, seed_bounds)
         return FitBudget(rest_eps, rest_delta, lower, upper, seed_rest, loss,

@@ -361,6 +361,9 @@ class UserMeanEstimator(UserLevelMeanEstimator):
     def _zcdp_accounting(self, n_users, n_features):
         return self._delegate_._zcdp_accounting(n_users, n_features)
 
+    def _approx_bounds_accounting(self):
+        return self._delegate_._approx_bounds_accounting()
+
     def _fit_user_means(self, U, budget):
         n, d = U.shape
         est = self._delegate_
