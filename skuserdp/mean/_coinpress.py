@@ -218,11 +218,13 @@ def _clipped_distances(U, c, r, rows=None):
     dist = np.empty((n, 1))
     buffer = np.empty((min(n, _BLOCK_ROWS), d))
     for start in range(0, n, _BLOCK_ROWS):
-        block = (U[start:start + _BLOCK_ROWS] if rows is None
-                 else U[rows[start:start + _BLOCK_ROWS]])
-        D = buffer[:block.shape[0]]
         out = dist[start:start + _BLOCK_ROWS, 0]
-        np.subtract(block, c, out=D)
+        D = buffer[:out.size]
+        if rows is None:
+            np.subtract(U[start:start + _BLOCK_ROWS], c, out=D)
+        else:  # gathered straight into the buffer, then shifted in place
+            np.take(U, rows[start:start + _BLOCK_ROWS], axis=0, out=D)
+            np.subtract(D, c, out=D)
         np.multiply(D, D, out=D)
         np.add.reduce(D, axis=1, out=out)
         np.sqrt(out, out=out)
