@@ -67,11 +67,13 @@ def coinpress_shrink_ratio(n_users, n_features, epsilon, delta):
     """Noise of one shrinking step relative to the ball, from public values.
 
     ``a = √(d·v)`` with ``v`` the per-coordinate noise variance of one
-    shrinking step of :class:`CoinPressMeanEstimator`'s default plan clipped
-    to radius 1 (from :func:`plan_clip_noise`; about ``2√d/(n·√(2ρ_step))``
-    before the lattice widening): a step clipped to radius ``r`` releases a
-    centre whose noise has norm about ``a·r``, so the ball shrinks by about
-    ``1/(1.2·a)`` per step.
+    shrinking step of :class:`CoinPressMeanEstimator`'s 8-step plan (its
+    default with a declared box) clipped to radius 1 (from
+    :func:`plan_clip_noise`; about ``2√d/(n·√(2ρ_step))`` before the lattice
+    widening): a step clipped to radius ``r`` releases a centre whose noise
+    has norm about ``a·r``, so the ball shrinks by about ``1/(1.2·a)`` per
+    step. With a learned box CoinPress makes 3 releases, whose steps get
+    more of the budget each and so shrink at least as well.
 
     Parameters
     ----------

@@ -74,6 +74,18 @@ __all__ = ["CoinPressPlan", "plan_coinpress", "coinpress_mean",
 #: ratio to the spread), so more is refused before any work
 MAX_STEPS = 1000
 
+#: ``n_steps="auto"`` with a learned box (``bounds="auto"``): its half-width
+#: is a fixed multiple of the users' spread quantile, so the first ball is a
+#: few times the users' spread whatever their scale, and two shrinking steps
+#: reach that spread; more steps only clip more users and split the budget
+#: (``benchmarks/bench_coinpress_steps.py``)
+LEARNED_BOX_STEPS = 3
+
+#: ``n_steps="auto"`` with a declared box, of any width against the users'
+#: spread: a step shrinks the ball by about ``1/(1.2·a)`` (Notes of
+#: :class:`CoinPressMeanEstimator`), so a loose box needs several
+DECLARED_BOX_STEPS = 8
+
 
 @dataclass(frozen=True)
 class CoinPressPlan:
@@ -439,9 +451,12 @@ class CoinPressMeanEstimator(UserLevelMeanEstimator):
         to the Gaussian tail radius of the noise just added). ``None``: the
         spread is estimated privately at every step (a one-dimensional
         release of the users' mean distance to the new centre).
-    n_steps : int, default=8
+    n_steps : int or "auto", default="auto"
         Number of centre releases (``n_steps − 1`` shrinking steps), at most
-        ``MAX_STEPS`` (1000).
+        ``MAX_STEPS`` (1000). ``"auto"``: 3 with a learned box
+        (``bounds="auto"``, whose width is a fixed multiple of the users'
+        spread, so two shrinking steps reach it), 8 with a declared box (of
+        any width: see Notes).
     final_share : float, default=0.75
         Share of the zCDP budget of the last release; the rest is split
         equally between the shrinking steps.
@@ -473,7 +488,9 @@ class CoinPressMeanEstimator(UserLevelMeanEstimator):
         The private user-level mean.
     bounds_ : tuple (lower, upper)
         The box used (declared, or learned privately).
-    radii_ : ndarray of shape (n_steps,)
+    n_steps_ : int
+        Number of centre releases made (``n_steps``, resolved).
+    radii_ : ndarray of shape (n_steps_,)
         The clipping radius of every centre release (functions of public
         values and earlier releases, so public).
     noise_std_ : float
@@ -552,7 +569,8 @@ class CoinPressMeanEstimator(UserLevelMeanEstimator):
         "delta": [Interval(Real, 0, 1, closed="neither")],
         **BOUNDS_CONSTRAINTS,
         "radius": [None, Interval(Real, 0, None, closed="neither")],
-        "n_steps": [Interval(Integral, 1, MAX_STEPS, closed="both")],
+        "n_steps": [Interval(Integral, 1, MAX_STEPS, closed="both"),
+                    StrOptions({"auto"})],
         "final_share": [Interval(Real, 0, 1, closed="right")],
         "spread_share": [Interval(Real, 0, 1, closed="neither")],
         "scale_factor": [Interval(Real, 1, None, closed="left")],
@@ -562,7 +580,7 @@ class CoinPressMeanEstimator(UserLevelMeanEstimator):
     }
 
     def __init__(self, epsilon=1.0, delta=1e-6, *, bounds="auto", bounds_share=None,
-                 radius=None, n_steps=8, final_share=0.75, spread_share=0.3,
+                 radius=None, n_steps="auto", final_share=0.75, spread_share=0.3,
                  scale_factor=1.2, final_scale_factor=None, beta=0.01,
                  calibration="tight", random_state=None, n_jobs=None):
         self.epsilon = epsilon
@@ -588,9 +606,14 @@ class CoinPressMeanEstimator(UserLevelMeanEstimator):
         # the first ball: around the box's midpoint, through its corners
         center = budget.midpoint
         radius0 = budget.half_diagonal
+        n_steps = self.n_steps
+        if n_steps == "auto":
+            n_steps = (LEARNED_BOX_STEPS if isinstance(self.bounds, str)
+                       else DECLARED_BOX_STEPS)
+        self.n_steps_ = n_steps
         plan = plan_coinpress(
             n, d, budget=ZCDP(zcdp_rho_for(budget.epsilon, budget.delta)),
-            n_steps=self.n_steps, final_share=self.final_share,
+            n_steps=n_steps, final_share=self.final_share,
             spread_share=self.spread_share,
             declared_spread=self.radius is not None)
         mean, self.radii_ = coinpress_mean(

@@ -13,6 +13,7 @@ import math
 
 import numpy as np
 import pytest
+from sklearn.base import clone
 
 import skuserdp.mean._clip_noise as cn
 import skuserdp.mean._coinpress as cp
@@ -227,11 +228,37 @@ def test_estimator_spend_and_attributes():
     assert est.privacy_loss_ == ZCDP(est.rho_)
 
 
+def test_n_steps_auto_is_three_with_a_learned_box_and_eight_with_a_declared_one():
+    # A learned box is a fixed multiple of the users' spread, so two
+    # shrinking steps reach it (benchmarks/bench_coinpress_steps.py); a
+    # declared box may be any multiple of it. The choice reads only
+    # ``bounds``: the same fit as the explicit number of steps.
+    U = _tm1(4, n=3000, d=3)
+    groups = np.arange(3000)
+    for bounds, steps in [("auto", cp.LEARNED_BOX_STEPS),
+                          ((-100.0, 100.0), cp.DECLARED_BOX_STEPS)]:
+        auto = CoinPressMeanEstimator(bounds=bounds, random_state=0)
+        assert auto.get_params()["n_steps"] == "auto"
+        auto.fit(U, groups=groups)
+        assert auto.n_steps_ == steps and auto.radii_.shape == (steps,)
+        explicit = CoinPressMeanEstimator(bounds=bounds, n_steps=steps,
+                                          random_state=0).fit(U, groups=groups)
+        assert explicit.n_steps_ == steps
+        np.testing.assert_array_equal(auto.mean_, explicit.mean_)
+        np.testing.assert_array_equal(auto.radii_, explicit.radii_)
+        assert auto.rho_ == explicit.rho_
+    assert (cp.LEARNED_BOX_STEPS, cp.DECLARED_BOX_STEPS) == (3, 8)
+    # an explicit number is kept with a learned box too
+    est = CoinPressMeanEstimator(n_steps=5, random_state=0).fit(U, groups=groups)
+    assert est.n_steps_ == 5 and est.radii_.shape == (5,)
+
+
 @pytest.mark.parametrize("params, match", [
     (dict(delta=0.0), "delta"),
     (dict(calibration="paper"), "calibration"),
     (dict(scale_factor=0.9), "scale_factor"),
     (dict(n_steps=0), "n_steps"),
+    (dict(n_steps="many"), "n_steps"),
     (dict(radius=0.0), "radius"),
     (dict(bounds=[1.0, 2.0, 3.0]), "bounds"),
     (dict(bounds=(2.0, 1.0)), "lower < upper"),
@@ -352,7 +379,8 @@ def test_audit_default_steps(radius, monkeypatch):
     X, g, Xp, gp = _far_user_pair(400, 4)
     est = CoinPressMeanEstimator(epsilon=0.9, delta=1e-3, bounds=(-1.0, 1.0),
                                  radius=radius)
-    assert est.get_params()["n_steps"] == 8
+    assert est.get_params()["n_steps"] == "auto"
+    assert clone(est).fit(X, groups=g).n_steps_ == 8  # a declared box
     statistic = _Transcript(monkeypatch, 4)
     kw = dict(groups=g, groups_prime=gp, statistic=statistic,
               n_runs=CP_AUDIT_RUNS, random_state=1, n_jobs=1)
