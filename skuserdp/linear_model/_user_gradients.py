@@ -57,9 +57,11 @@ gets two equal rows, a user without rows a zero row. Each user's row
 depends on that user's data only, in every path.
 """
 
+import functools
+
 import numpy as np
 import scipy.sparse as sp
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 
 from ._linear_regression import _rows_by_count
 from ._losses import SquaredError
@@ -75,6 +77,15 @@ MAX_MOMENT_BYTES = 2 * 1024 ** 3
 MOMENT_CHUNK_ELEMENTS = 2 ** 17
 
 METHODS = ("auto", "moments", "rows")
+
+
+@functools.lru_cache(maxsize=1)
+def _blas_controller():
+    """threadpoolctl's controller of the BLAS libraries loaded when it was
+    first needed (numpy's and scipy's), built once: building one scans every
+    library of the process, ~4 ms, which was half of a small DP-SGD fit. A
+    library loaded later is not limited, which only costs time."""
+    return ThreadpoolController()
 
 
 def user_second_moments(Xa, y, codes, n_users, *, chunk_elements=None):
@@ -120,7 +131,7 @@ def user_second_moments(Xa, y, codes, n_users, *, chunk_elements=None):
     ends = np.r_[starts[1:], n_users]
     row_start = np.r_[0, np.cumsum(sorted_counts)]
     # many small Gram products, for which BLAS threads only add overhead
-    with threadpool_limits(limits=1, user_api="blas"):
+    with _blas_controller().limit(limits=1, user_api="blas"):
         for a, e in zip(starts, ends):
             m = int(sorted_counts[a])
             if m == 0:

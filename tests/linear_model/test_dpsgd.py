@@ -725,26 +725,6 @@ def _too_little_noise(monkeypatch, factor):
                         lap(wz.calibrate_discrete_laplace))
 
 
-def _blas_limit_built_once(monkeypatch, fit):
-    """The same one-thread BLAS limit around the moments' precomputation,
-    from a threadpoolctl controller built once instead of at every fit.
-
-    ``threadpool_limits`` scans the loaded libraries at each call: on the
-    audit's 10 users that scan was half of a fit (~3.7 of 7.5 ms in
-    cProfile; the rest: the smoothness and gradient releases, validation,
-    clones). The libraries do not change during a test, so the fits are the
-    same: ``fit(seed)`` of the first seeds is checked to be bit-identical."""
-    import threadpoolctl
-
-    import skuserdp.linear_model._user_gradients as ug
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", AccuracyWarning)
-        before = [fit(seed) for seed in range(10)]
-        monkeypatch.setattr(ug, "threadpool_limits",
-                            threadpoolctl.ThreadpoolController().limit)
-        assert [fit(seed) for seed in range(10)] == before
-
-
 # One step on the regressor pair: the released gradient moves by its full
 # sensitivity. With aggregator="clip", 3000 or 2000 runs per dataset (was 10000,
 # without a control): the same pair, statistic and run count must catch
@@ -763,7 +743,6 @@ def _blas_limit_built_once(monkeypatch, fit):
 # (eps_lb 2.513, 3.083, 2.640), 20x needs 4000
 # (1.03) and 4x is not caught (0.0). Fine errors of that release are caught
 # by tests/mean/test_winsorized.py's d = 1 audits (same plan and apply code).
-# The fits are made cheaper (not fewer) by _blas_limit_built_once.
 @pytest.mark.slow
 @pytest.mark.parametrize("kw, factor, n_runs", [
     (dict(), 4.0, 3000),
@@ -774,8 +753,6 @@ def test_audit_regressor(kw, factor, n_runs, xy_audited, monkeypatch):
     X, g, Xp, gp = _regressor_pair(10)
     reg = UserDPSGDRegressor(epsilon=1.0, fit_intercept=False, clip_norm=1.0,
                              max_iter=1, **BOX, **kw)
-    _blas_limit_built_once(monkeypatch, lambda seed: xy_audited(
-        reg, random_state=seed).fit(Xp, groups=gp).fitted_.coef_.tolist())
     audit = functools.partial(
         audit_estimator, xy_audited(reg), X, Xp, groups=g, groups_prime=gp,
         statistic=lambda e: float(e.fitted_.coef_[0]), n_runs=n_runs,
