@@ -2,31 +2,38 @@
 
 Run from the repository root::
 
-    python benchmarks/bench_coinpress_steps.py          # ~5 min on 2 CPUs
+    python benchmarks/bench_coinpress_steps.py          # ~8 min on 2 CPUs
     python benchmarks/bench_coinpress_steps.py --quick  # smoke run
 
 ``CoinPressMeanEstimator(n_steps="auto")`` makes 3 centre releases (two
-shrinking steps) when it learns its box (``bounds="auto"``) and 8 with a
-declared box. A learned box is ``median ± 4·q`` (``q`` a quantile of the
-users' distances to the median, or ``± 6·median distance``) in every
-column, so the first ball is a few times the users' spread whatever their
-scale; a declared box may be any multiple of it, and each step shrinks the
-ball by a bounded factor. This script measures the choice: every
-configuration is fitted with the defaults a user would type
+shrinking steps) when it learns its box (``bounds="auto"``) and the box
+contains 0 in every column, and 8 otherwise. A learned box is ``median ±
+4·q`` (``q`` a quantile of the users' distances to the median, or ``±
+6·median distance``) in every column; its median is a grid point within
+about 10 % of its distance to 0, so when the box contains 0 the first ball
+is a few times the users' spread whatever their scale. Far from 0 (e.g.
+years) the grid error of the median can dominate the box, and a declared
+box may be any multiple of the spread: each step shrinks the ball by a
+bounded factor, so more steps are needed. This script measures the choice:
+every configuration is fitted with the defaults a user would type
 (``CoinPressMeanEstimator(epsilon=eps, n_steps=k, random_state=seed)``,
-nothing declared) for ``k`` in ``--steps``, on the same data and seed, and
+nothing declared) for ``k`` in ``--steps`` and ``"auto"``, on the same data
+and seed, and
 reports the mean ℓ2 error of ``mean_`` to the users' empirical mean, the
 ratio of each ``k``'s mean error to that of ``k = 8`` (printed), and the
 mean of the paired per-seed ratios with its standard error (saved; it is
 skewed upwards where the errors are pure noise, as for Gaussian users).
 
 Users' means (one row per user): ``mu + noise`` with ``mu`` uniform in
-``[-2, 2]^d`` (``far``: in ``[-60, 60]^d``) and noise standard Gaussian
-(``gaussian``, ``far``), standard exponential (skewed), Student t with 3
-degrees of freedom (heavy tails), or Gaussian with 10 % of the users moved
-by +8 in every coordinate (``mixture``: a second cluster, which CoinPress
-clips). A fit that refuses (too few users for the box) is reported as
-such. Results: ``benchmarks/results/coinpress_steps[_quick].{csv,json}``.
+``[-2, 2]^d`` (``far``: in ``[-60, 60]^d``; ``loc300`` and ``loc1e4``: in
+``[150, 300]^d`` and ``[5000, 10000]^d``, locations large against the unit
+spread, whose learned box does not contain 0) and noise standard Gaussian
+(``gaussian``, ``far``, ``loc*``), standard exponential (skewed), Student t
+with 3 degrees of freedom (heavy tails), or Gaussian with 10 % of the users
+moved by +8 in every coordinate (``mixture``: a second cluster, which
+CoinPress clips). ``steps auto`` gives the number ``"auto"`` used. A fit
+that refuses (too few users for the box) is reported as such. Results:
+``benchmarks/results/coinpress_steps[_quick].{csv,json}``.
 """
 
 import argparse
@@ -37,11 +44,13 @@ from pathlib import Path
 import numpy as np
 
 from skuserdp.mean import CoinPressMeanEstimator
+from skuserdp.mean._coinpress import auto_steps
 
 from _results import write_results
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
-KINDS = ["gaussian", "far", "exponential", "t3", "mixture"]
+KINDS = ["gaussian", "far", "loc300", "loc1e4", "exponential", "t3", "mixture"]
+LOCATIONS = {"loc300": 300.0, "loc1e4": 1e4}
 #: (n_users, n_features, epsilon, seeds)
 CONFIGS = [
     (2000, 4, 1.0, 10),
@@ -66,7 +75,10 @@ def parse_args(argv=None):
 
 
 def users_means(kind, n, d, rng):
-    mu = rng.uniform(-2.0, 2.0, d) * (30.0 if kind == "far" else 1.0)
+    if kind in LOCATIONS:
+        mu = LOCATIONS[kind] * rng.uniform(0.5, 1.0, d)
+    else:
+        mu = rng.uniform(-2.0, 2.0, d) * (30.0 if kind == "far" else 1.0)
     if kind == "exponential":
         return mu + rng.standard_exponential((n, d))
     if kind == "t3":
@@ -78,6 +90,10 @@ def users_means(kind, n, d, rng):
 
 
 def fit_error(U, truth, eps, n_steps, seed):
+    """Error, fit time and the number of steps ``"auto"`` picks on this box
+    (the box does not depend on ``n_steps``: the same seed learns the same
+    box, and ``"auto"`` equals the fit with the number it picks, bit for bit:
+    tests/mean/test_coinpress.py)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
@@ -87,56 +103,72 @@ def fit_error(U, truth, eps, n_steps, seed):
             est.fit(U, groups=np.arange(U.shape[0]))
             seconds = time.perf_counter() - start
         except ValueError:
-            return None, None
-    return float(np.linalg.norm(est.mean_ - truth)), seconds
+            return None, None, None
+    return (float(np.linalg.norm(est.mean_ - truth)), seconds,
+            auto_steps("auto", *est.bounds_))
 
 
 def main(argv=None):
     args = parse_args(argv)
     steps = sorted(set(args.steps) | {8})
+    columns = steps + ["auto"]
     rows = []
     print(f"{'n':>8s} {'d':>3s} {'eps':>4s} {'data':12s} "
-          + " ".join(f"{'err k=' + str(k):>10s}" for k in steps)
-          + " " + " ".join(f"{'k=' + str(k) + '/8':>12s}" for k in steps if k != 8))
+          + " ".join(f"{'err k=' + str(k):>10s}" for k in columns)
+          + " " + " ".join(f"{'k=' + str(k) + '/8':>10s}" for k in columns if k != 8)
+          + f" {'steps auto':>10s}")
     for n, d, eps, seeds in (QUICK if args.quick else CONFIGS):
         for kind in KINDS:
-            errs = {k: [] for k in steps}
-            times = {k: [] for k in steps}
+            errs = {k: [] for k in columns}
+            times = {k: [] for k in columns}
+            picked = []
             for seed in range(seeds):
                 U = users_means(kind, n, d, np.random.default_rng(100 + seed))
                 truth = U.mean(axis=0)
                 for k in steps:
-                    err, seconds = fit_error(U, truth, eps, k, seed)
+                    err, seconds, auto = fit_error(U, truth, eps, k, seed)
                     errs[k].append(err)
                     times[k].append(seconds)
-            refused = any(e is None for k in steps for e in errs[k])
+                if auto is not None:
+                    picked.append(auto)
+                    if auto not in steps:
+                        auto_err = fit_error(U, truth, eps, auto, seed)
+                        errs[auto], times[auto] = [None], [None]  # not in the table
+                        errs["auto"].append(auto_err[0])
+                        times["auto"].append(auto_err[1])
+                    else:
+                        errs["auto"].append(errs[auto][-1])
+                        times["auto"].append(times[auto][-1])
+            refused = any(e is None for k in columns for e in errs[k])
             row = dict(n_users=n, n_features=d, epsilon=eps, data=kind, seeds=seeds,
-                       refused=refused)
+                       refused=refused, auto_steps=sorted(set(picked)))
             cells = []
-            for k in steps:
+            for k in columns:
                 e = None if refused else np.array(errs[k])
                 row[f"error_{k}"] = None if refused else float(e.mean())
                 row[f"seconds_{k}"] = None if refused else float(np.median(times[k]))
                 cells.append(f"{'refused':>10s}" if refused else f"{e.mean():10.4g}")
             ratios = []
-            for k in steps:
+            for k in columns:
                 if k == 8:
                     continue
                 if refused:
                     row[f"ratio_{k}"] = row[f"ratio_{k}_se"] = None
-                    ratios.append(f"{'':>12s}")
+                    ratios.append(f"{'':>10s}")
                     continue
                 r = np.array(errs[k]) / np.array(errs[8])
                 se = r.std(ddof=1) / np.sqrt(r.size) if r.size > 1 else 0.0
                 row[f"ratio_{k}"], row[f"ratio_{k}_se"] = float(r.mean()), float(se)
                 row[f"error_ratio_{k}"] = row[f"error_{k}"] / row["error_8"]
-                ratios.append(f"{row[f'error_ratio_{k}']:12.3f}")
-            row["errors"] = {str(k): errs[k] for k in steps}
+                ratios.append(f"{row[f'error_ratio_{k}']:10.3f}")
+            row["errors"] = {str(k): errs[k] for k in columns}
             rows.append(row)
             print(f"{n:8d} {d:3d} {eps:4.1f} {kind:12s} " + " ".join(cells) + " "
-                  + " ".join(ratios), flush=True)
+                  + " ".join(ratios) + f" {str(sorted(set(picked))):>10s}",
+                  flush=True)
     stem = "coinpress_steps_quick" if args.quick else "coinpress_steps"
-    paths = write_results(args.output_dir, stem, rows, {"steps": steps, "rows": rows})
+    paths = write_results(args.output_dir, stem, rows,
+                          {"steps": columns, "rows": rows})
     print("saved", *paths)
 
 

@@ -2,7 +2,7 @@
 
 Run from the repository root::
 
-    python benchmarks/bench_pure_box_subset.py          # 1M users x 64, ~6 min
+    python benchmarks/bench_pure_box_subset.py          # 1M users x 64, ~4 min
     python benchmarks/bench_pure_box_subset.py --quick  # 200k users x 16
 
 ``WinsorizedMeanEstimator()`` (δ = 0) accounts its learned box by basic

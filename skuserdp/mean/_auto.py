@@ -38,7 +38,7 @@ from ..exceptions import AccuracyWarning
 from ..privacy import ZCDP, zcdp_rho_for
 from ..utils._docstrings import fill_doc
 from ._clip_noise import ClipNoiseMeanEstimator, plan_clip_noise
-from ._coinpress import CoinPressMeanEstimator, plan_coinpress
+from ._coinpress import DECLARED_BOX_STEPS, CoinPressMeanEstimator, plan_coinpress
 from ._few_users import FewUsersBallEstimator
 from ._person_level import ThreadedClipNoiseEstimator
 from ._winsorized import WinsorizedMeanEstimator
@@ -72,8 +72,8 @@ def coinpress_shrink_ratio(n_users, n_features, epsilon, delta):
     :func:`plan_clip_noise`; about ``2√d/(n·√(2ρ_step))`` before the lattice
     widening): a step clipped to radius ``r`` releases a centre whose noise
     has norm about ``a·r``, so the ball shrinks by about ``1/(1.2·a)`` per
-    step. With a learned box CoinPress makes 3 releases, whose steps get
-    more of the budget each and so shrink at least as well.
+    step. With a learned box around 0 CoinPress makes 3 releases, whose
+    steps get more of the budget each and so shrink at least as well.
 
     Parameters
     ----------
@@ -96,7 +96,8 @@ def coinpress_shrink_ratio(n_users, n_features, epsilon, delta):
     True
     """
     plan = plan_coinpress(n_users, n_features,
-                          budget=ZCDP(zcdp_rho_for(epsilon, delta)))
+                          budget=ZCDP(zcdp_rho_for(epsilon, delta)),
+                          n_steps=DECLARED_BOX_STEPS)
     # the noise of a step clipped to radius 1, from its own plan
     step = plan_clip_noise(n_users, n_features, budget=plan.center_budgets[0],
                            radius=1.0)

@@ -17,7 +17,8 @@ from sklearn.base import clone
 
 import skuserdp.mean._clip_noise as cn
 import skuserdp.mean._coinpress as cp
-from skuserdp.mean import CoinPressMeanEstimator, coinpress_mean, plan_coinpress
+from skuserdp.mean import (CoinPressMeanEstimator, UserMeanEstimator, coinpress_mean,
+                           plan_coinpress)
 from skuserdp.mechanisms import DiscreteGaussianNoise
 from skuserdp.privacy import ZCDP, compose, zcdp_rho_for
 from skuserdp.testing import audit_estimator, worst_case_mean_neighbours
@@ -228,29 +229,51 @@ def test_estimator_spend_and_attributes():
     assert est.privacy_loss_ == ZCDP(est.rho_)
 
 
-def test_n_steps_auto_is_three_with_a_learned_box_and_eight_with_a_declared_one():
-    # A learned box is a fixed multiple of the users' spread, so two
+def test_n_steps_auto_is_three_only_with_a_learned_box_around_zero():
+    # A learned box containing 0 is a few times the users' spread, so two
     # shrinking steps reach it (benchmarks/bench_coinpress_steps.py); a
-    # declared box may be any multiple of it. The choice reads only
-    # ``bounds``: the same fit as the explicit number of steps.
-    U = _tm1(4, n=3000, d=3)
+    # declared box may be any multiple of it, and a learned box far from 0
+    # may be dominated by the grid error of its median. The choice reads
+    # only ``bounds`` and the released box: "auto" is the same fit as the
+    # explicit number of steps, bit for bit.
+    U = _tm1(4, n=3000, d=3)  # means in [-1, 1], spread about 0.5
     groups = np.arange(3000)
-    for bounds, steps in [("auto", cp.LEARNED_BOX_STEPS),
-                          ((-100.0, 100.0), cp.DECLARED_BOX_STEPS)]:
+    for X, bounds, steps in [(U, "auto", 3), (U, (-100.0, 100.0), 8),
+                             (U + 2020.0, "auto", 8)]:
         auto = CoinPressMeanEstimator(bounds=bounds, random_state=0)
         assert auto.get_params()["n_steps"] == "auto"
-        auto.fit(U, groups=groups)
+        auto.fit(X, groups=groups)
         assert auto.n_steps_ == steps and auto.radii_.shape == (steps,)
+        if isinstance(bounds, str):  # the released box decides
+            lower, upper = auto.bounds_
+            assert bool(np.all(lower <= 0) and np.all(upper >= 0)) == (steps == 3)
         explicit = CoinPressMeanEstimator(bounds=bounds, n_steps=steps,
-                                          random_state=0).fit(U, groups=groups)
+                                          random_state=0).fit(X, groups=groups)
         assert explicit.n_steps_ == steps
         np.testing.assert_array_equal(auto.mean_, explicit.mean_)
         np.testing.assert_array_equal(auto.radii_, explicit.radii_)
         assert auto.rho_ == explicit.rho_
-    assert (cp.LEARNED_BOX_STEPS, cp.DECLARED_BOX_STEPS) == (3, 8)
+        # UserMeanEstimator's CoinPress delegate resolves it the same way
+        um = UserMeanEstimator(bounds=bounds, random_state=0).fit(X, groups=groups)
+        assert um.method_ == "coinpress" and um.estimator_.n_steps_ == steps
+        np.testing.assert_array_equal(um.mean_, auto.mean_)
+    assert cp.auto_steps("auto", [-1.0, -2.0], [1.0, 0.0]) == 3
+    assert cp.auto_steps("auto", [-1.0, 0.5], [1.0, 3.0]) == 8
+    assert cp.auto_steps((-1.0, 1.0), [-1.0], [1.0]) == 8
     # an explicit number is kept with a learned box too
     est = CoinPressMeanEstimator(n_steps=5, random_state=0).fit(U, groups=groups)
     assert est.n_steps_ == 5 and est.radii_.shape == (5,)
+
+
+def test_a_failing_refit_leaves_no_new_n_steps():
+    U = _tm1(4, n=3000, d=3)
+    groups = np.arange(3000)
+    est = CoinPressMeanEstimator(random_state=0).fit(U, groups=groups)
+    assert est.n_steps_ == 3
+    est.set_params(bounds=(-100.0, 100.0), final_share=1.0)  # refused by the plan
+    with pytest.raises(ValueError, match="final_share"):
+        est.fit(U, groups=groups)
+    assert est.n_steps_ == est.radii_.shape[0] == 3
 
 
 @pytest.mark.parametrize("params, match", [
