@@ -517,7 +517,7 @@ class CoinPressMeanEstimator(UserLevelMeanEstimator):
         The box used (declared, or learned privately).
     n_steps_ : int
         Number of centre releases made (``n_steps``, resolved).
-    radii_ : ndarray of shape (n_steps_,)
+    radii_ : ndarray of shape (`n_steps_`,)
         The clipping radius of every centre release (functions of public
         values and earlier releases, so public).
     noise_std_ : float
