@@ -38,6 +38,7 @@ from skuserdp.mean import WinsorizedMeanEstimator
 from skuserdp.privacy import split_for_public_bounds
 
 from _results import write_results
+from bench_subset import users_means  # the same three kinds of users' means
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 SUBSETS = [2 ** 17, 2 ** 18, 2 ** 19]
@@ -55,15 +56,6 @@ def parse_args(argv=None):
     if args.quick:
         args.users, args.features, args.seeds, args.epsilons = 200_000, 16, 2, [1.0]
     return args
-
-
-def users_means(kind, n, d, rng):
-    mu = rng.uniform(-2.0, 2.0, d)
-    if kind == "gaussian":
-        return mu + rng.standard_normal((n, d))
-    if kind == "exponential":
-        return mu + rng.standard_exponential((n, d))
-    return mu + rng.standard_t(3, size=(n, d))
 
 
 def fit(U, eps, seed, m):

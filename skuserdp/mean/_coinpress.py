@@ -635,7 +635,7 @@ class CoinPressMeanEstimator(UserLevelMeanEstimator):
         center = budget.midpoint
         radius0 = budget.half_diagonal
         n_steps = self.n_steps
-        if n_steps == "auto":
+        if isinstance(n_steps, str):  # "auto" (the only string allowed)
             n_steps = auto_steps(self.bounds, budget.lower, budget.upper)
         plan = plan_coinpress(
             n, d, budget=ZCDP(zcdp_rho_for(budget.epsilon, budget.delta)),
