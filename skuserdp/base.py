@@ -361,7 +361,7 @@ class UserLevelMeanEstimator(UserLevelMixin, BaseEstimator):
         "epsilon": [Interval(Real, 0, None, closed="neither")],
         "delta": [Interval(Real, 0, 1, closed="left")],
         "calibration": [StrOptions({"tight", "paper"})],
-        "random_state": ["random_state"],
+        "random_state": ["random_state", np.random.SeedSequence],
         "n_jobs": [None, Integral],
     }
 

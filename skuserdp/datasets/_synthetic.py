@@ -6,7 +6,7 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions, validate_params
 
-from ..utils._random import generator_from, make_seed_sequence
+from ..utils._random import generator_from, data_seed_sequence
 from ..utils._validation import check_center
 
 __all__ = ["make_user_samples"]
@@ -218,7 +218,7 @@ def make_user_samples(
     # floor(f * n) <= n - 1 for f < 1; guard against rounding up to n.
     n_corrupted = min(max(n_corrupted, 0), n_users - 1)
 
-    rng = generator_from(make_seed_sequence(random_state))
+    rng = generator_from(data_seed_sequence(random_state))
 
     # Population mean.
     if mean is None:

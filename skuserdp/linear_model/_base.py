@@ -196,7 +196,7 @@ class _UserDPLinearModel(UserLevelMixin, BaseEstimator):
         "fit_intercept": ["boolean"],
         **BOUNDS_CONSTRAINTS,
         "calibration": [StrOptions({"tight", "paper"})],
-        "random_state": ["random_state"],
+        "random_state": ["random_state", np.random.SeedSequence],
         "n_jobs": [None, Integral],
     }
 

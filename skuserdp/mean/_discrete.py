@@ -205,7 +205,7 @@ class DiscreteDistributionEstimator(UserLevelMixin, BaseEstimator):
         "route": [StrOptions({"auto", "few_users", "winsorized"})],
         "alpha": [Interval(Real, 0, 1, closed="neither")],
         "calibration": [StrOptions({"tight", "paper"})],
-        "random_state": ["random_state"],
+        "random_state": ["random_state", np.random.SeedSequence],
         "n_jobs": [None, Integral],
     }
     _min_users = 2

@@ -12,6 +12,7 @@ from sklearn.utils._param_validation import HasMethods
 
 from ..base import UserLevelMixin
 from ..privacy import BudgetAccountant
+from ..utils._random import charged_fit_seed, forget_fit_seeds, set_fit_seeds
 from ._delegation import DelegatingMixin
 
 __all__ = ["BudgetedEstimator"]
@@ -34,6 +35,15 @@ class BudgetedEstimator(DelegatingMixin, UserLevelMixin, MetaEstimatorMixin,
     number of users is public), so it must only see fits on the same users'
     data (or on subsets of them).
 
+    No two charged fits share noise. Composition assumes independent
+    releases, and ``clone`` copies seeds: every fit's ``random_state``
+    parameters are replaced by a stream that the accountant hands out once
+    (:meth:`~skuserdp.privacy.BudgetAccountant.new_stream`). A seeded
+    estimator (an int) stays reproducible -- the same sequence of fits on a
+    new accountant gives the same results -- but its fits no longer repeat
+    one noise. The fitted clone is published with ``random_state=None``: no
+    seed material of a fit is exposed.
+
     Parameters
     ----------
     estimator : estimator instance
@@ -46,7 +56,8 @@ class BudgetedEstimator(DelegatingMixin, UserLevelMixin, MetaEstimatorMixin,
     Attributes
     ----------
     estimator_ : estimator instance
-        The fitted clone whose charge was accepted.
+        The fitted clone whose charge was accepted (its ``random_state``
+        parameters set to ``None``).
     privacy_loss_ : PureDP, ApproxDP or ZCDP
         Its privacy loss, as charged.
     epsilon_, delta_ : float
@@ -126,7 +137,12 @@ class BudgetedEstimator(DelegatingMixin, UserLevelMixin, MetaEstimatorMixin,
             When the accountant refuses the charge; the fit is discarded.
         """
         est = clone(self.estimator)
+        # every charged fit gets its own noise, even with a seeded estimator:
+        # composition assumes independent releases (and clone copies seeds)
+        stream = self.accountant.new_stream()
+        seeds = set_fit_seeds(est, lambda name, value: charged_fit_seed(value, stream))
         est.fit(X, y, groups=groups)
+        forget_fit_seeds(est, seeds)
         loss = getattr(est, "privacy_loss_", None)
         if loss is None:
             raise TypeError(

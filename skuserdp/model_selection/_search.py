@@ -32,7 +32,13 @@ from ..privacy import (
 )
 from ..users._dask import refuse_dask
 from ..users._groups import check_groups_alignment
-from ..utils._random import generator_from, make_seed_sequence
+from ..utils._random import (
+    charged_fit_seed,
+    forget_fit_seeds,
+    generator_from,
+    make_seed_sequence,
+    set_fit_seeds,
+)
 from ._delegation import DelegatingMixin
 from ._private_selection import _user_losses, private_selection
 
@@ -131,14 +137,20 @@ class PrivateGridSearch(DelegatingMixin, UserLevelMixin, MetaEstimatorMixin,
         When given, the search's spend is charged to it before anything is
         released (:class:`~skuserdp.exceptions.BudgetExceededError` when it
         does not fit).
-    random_state : int, SeedSequence or None, default=None
-        Root of the split, of every candidate's noise and of the selection.
-        ``None``: fresh OS entropy.
+    random_state : int, RandomState, SeedSequence or None, default=None
+        Root of the split, of every candidate's noise and of the selection
+        (it replaces the candidates' own ``random_state``). ``None``: fresh
+        OS entropy; an int: reproducible (for tests; see the docs' page
+        *Privacy model*, "Randomness"). The fitted candidates are published
+        with ``random_state=None``: no seed material of any fit is exposed.
+        With an ``accountant``, every search charged to it gets its own
+        stream, even with an int seed.
 
     Attributes
     ----------
     best_estimator_ : estimator
-        The selected candidate, fitted on the training users.
+        The selected candidate, fitted on the training users (its
+        ``random_state`` parameters set to ``None``).
     best_index_ : int
         Its index in ``cv_results_["params"]``.
     best_params_ : dict
@@ -301,8 +313,10 @@ class PrivateGridSearch(DelegatingMixin, UserLevelMixin, MetaEstimatorMixin,
                 raise ValueError(f"X has {n_samples} rows but y has {y.shape[0]}: "
                                  "pass one target per row.")
         codes, n_users = resolve_user_codes(self, groups, n_samples, stacklevel=3)
-        split_seed, fit_seed, select_seed = make_seed_sequence(
-            self.random_state).spawn(3)
+        seed = self.random_state
+        if self.accountant is not None:  # no two charged searches share noise
+            seed = charged_fit_seed(seed, self.accountant.new_stream())
+        split_seed, fit_seed, select_seed = make_seed_sequence(seed).spawn(3)
         # the split: a uniformly random set of user indices (public randomness)
         n_val = int(round(self.validation_fraction * n_users))
         if min(n_val, n_users - n_val) < MIN_PART_USERS:
@@ -325,13 +339,13 @@ class PrivateGridSearch(DelegatingMixin, UserLevelMixin, MetaEstimatorMixin,
         for point, seed in zip(grid, seeds):
             est = clone(self.estimator).set_params(**point, epsilon=eps_i,
                                                    delta=delta_i)
-            if "random_state" in est.get_params():
-                # None stays None (fresh OS entropy in every fit); a seeded
-                # search gives each candidate its own seed
-                est.set_params(random_state=None if self.random_state is None else
-                               int(seed.generate_state(1)[0]))
+            # each candidate's noise: its own child of the search's root
+            # (fresh entropy when the search's random_state is None); the
+            # candidates are published without it
+            names = set_fit_seeds(est, lambda name, value, s=seed: s.spawn(1)[0])
             est.fit(take(X_arr, ~val_rows), take(y, ~val_rows),
                     groups=g[~val_rows])
+            forget_fit_seeds(est, names)
             candidates.append(est)
             losses.append(est.privacy_loss_)
         try:

@@ -16,6 +16,7 @@ joblib process worker, where its charges would be lost -- raises a clear
 error instead of silently forking the ledger.
 """
 
+import itertools
 import threading
 
 from ..exceptions import BudgetExceededError
@@ -88,6 +89,7 @@ class BudgetAccountant:
         self._epsilon, self._delta = eps, delta
         self._ledger = []
         self._lock = threading.Lock()
+        self._streams = itertools.count()
 
     @property
     def epsilon(self):
@@ -135,6 +137,21 @@ class BudgetAccountant:
         with self._lock:
             spend = self._spend_with(loss)
         return spend is not None and spend.epsilon <= self._epsilon
+
+    def new_stream(self):
+        """A number that no other call on this accountant returns.
+
+        Meta-estimators key the noise of each fit they charge by it
+        (:func:`skuserdp.utils._random.charged_fit_seed`), so that two fits
+        charged here never share noise, even with a seeded ``random_state``.
+
+        Returns
+        -------
+        stream : int
+            0, 1, 2, ... in call order (thread-safe).
+        """
+        with self._lock:
+            return next(self._streams)
 
     def charge(self, loss, *, label=None):
         """Add ``loss`` to the ledger, or refuse it.

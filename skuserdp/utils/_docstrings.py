@@ -32,11 +32,15 @@ calibration : {"tight", "paper"}, default="tight"
     optimal conversions); ``"paper"`` uses the published algorithm's own
     constants (corrected only where wrong, as documented).""",
     "random_state": """\
-random_state : int, RandomState instance or None, default=None
+random_state : int, RandomState instance, SeedSequence or None, default=None
     Source of the privacy noise. ``None`` (the default, and the only choice
     for a real release) draws fresh entropy from the operating system. An int
-    makes fits reproducible for tests; a release whose seed is known is not
-    private.""",
+    (or a ``SeedSequence``) makes fits reproducible, for tests: the same seed
+    gives the same noise, and a release whose seed is known is not private.
+    A ``RandomState`` instance is consumed: each fit advances it and mixes in
+    fresh OS entropy, so no two fits share noise -- not even the copies that
+    ``clone``, ``GridSearchCV`` or ``cross_validate`` make -- and fits are not
+    reproducible.""",
     "n_jobs": """\
 n_jobs : int, default=None
     Number of joblib workers for the parallel parts (coordinate chunks,

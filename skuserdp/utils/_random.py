@@ -5,21 +5,29 @@ root :class:`numpy.random.SeedSequence`, spawned with
 :meth:`~numpy.random.SeedSequence.spawn`. Results therefore do not depend on
 ``n_jobs`` or on the joblib backend, and two mechanisms never share noise.
 
-``random_state`` follows scikit-learn's convention with one deliberate change:
+What ``random_state`` means for the noise of a fit (:func:`make_seed_sequence`)
+-- deliberately not scikit-learn's convention, because scikit-learn *copies*
+seed objects (``clone`` and ``copy.deepcopy`` in ``GridSearchCV``,
+``cross_validate``, ``BudgetedEstimator``), and two fits that add the same
+noise to neighbouring datasets reveal the difference exactly:
 
 * ``None`` means *fresh operating-system entropy* (``SeedSequence()``), not
-  NumPy's global singleton, so that user code seeding ``np.random`` cannot make
-  the privacy noise predictable;
-* an ``int`` gives reproducible results (for tests: a seeded release is not a
-  private release once the seed is published);
-* a :class:`numpy.random.RandomState` instance is advanced by one draw of
-  256 bits (eight 32-bit words), so two fits with the same instance differ,
-  as in scikit-learn. (Drawing a single 32-bit word, as scikit-learn does,
-  would collapse all the noise of a fit to one of 2**32 streams, which an
-  attacker can enumerate.) A ``RandomState`` is only as unpredictable as its
-  own seed: ``RandomState(0)`` is a reproducibility tool for tests, exactly
-  like ``random_state=0``, and a release made with it is not private once
-  the seed is known. Use ``None`` for a private release.
+  NumPy's global singleton, so that user code seeding ``np.random`` cannot
+  make the privacy noise predictable. The only choice for a real release.
+* an ``int`` (or a :class:`numpy.random.SeedSequence`) is an explicit request
+  for reproducibility (tests, reproducible research): the same seed gives the
+  same noise, in every copy. A release whose seed is known is not private,
+  and two fits with one seed share their noise -- unless they are charged to
+  one :class:`~skuserdp.privacy.BudgetAccountant`, which gives every charged
+  fit its own stream (:func:`charged_fit_seed`).
+* a :class:`numpy.random.RandomState` (or :class:`numpy.random.Generator`)
+  instance is *consumed*, never duplicated: each use advances it by one draw
+  of 256 bits **and mixes in 128 bits of fresh operating-system entropy**, so
+  no two fits ever share noise, whatever copies of the instance scikit-learn
+  makes. Such fits are therefore not reproducible; pass an int for that.
+
+Synthetic data (:func:`data_seed_sequence`) keeps scikit-learn's convention:
+a ``RandomState`` reproduces its draws there.
 
 The bit generator is PCG64. It is fast and statistically sound, but it is not a
 cryptographically secure generator; see the "Privacy model" page of the docs.
@@ -29,47 +37,222 @@ import numbers
 
 import numpy as np
 
-__all__ = ["make_seed_sequence", "spawn_generators", "spawn_seeds", "generator_from",
-           "random_subset", "SUBSET_MIN_USERS"]
+__all__ = ["make_seed_sequence", "data_seed_sequence", "charged_fit_seed",
+           "seed_parameters", "set_fit_seeds", "forget_fit_seeds",
+           "spawn_generators", "spawn_seeds", "generator_from", "random_subset",
+           "SUBSET_MIN_USERS"]
 
 #: 32-bit words drawn from a RandomState to seed the fit's SeedSequence
 _RANDOM_STATE_WORDS = 8
 
 
+def _os_entropy():
+    """128 bits of fresh operating-system entropy (an int)."""
+    return np.random.SeedSequence().entropy
+
+
+def _draw_words(state):
+    """Advance a RandomState or Generator by 256 bits; the eight 32-bit words."""
+    if isinstance(state, np.random.Generator):
+        words = state.integers(0, 2**32, size=_RANDOM_STATE_WORDS, dtype=np.uint64)
+    else:
+        words = state.randint(0, 2**32, size=_RANDOM_STATE_WORDS, dtype=np.uint64)
+    return [int(w) for w in words]
+
+
+def _deterministic_seed_sequence(random_state, what):
+    """None, an int or a SeedSequence as a SeedSequence (None: fresh entropy);
+    ``NotImplemented`` for a RandomState or Generator; ValueError otherwise."""
+    if random_state is None:
+        return np.random.SeedSequence()
+    if isinstance(random_state, np.random.SeedSequence):
+        return random_state
+    if isinstance(random_state, numbers.Integral) and not isinstance(
+        random_state, (bool, np.bool_)
+    ):
+        if random_state < 0:
+            raise ValueError(f"random_state must be non-negative, got {random_state}.")
+        return np.random.SeedSequence(int(random_state))
+    if isinstance(random_state, (np.random.RandomState, np.random.Generator)):
+        return NotImplemented
+    raise ValueError(
+        f"random_state must be None, a non-negative int, a numpy RandomState{what} "
+        f"or a numpy SeedSequence; got an object of type {type(random_state).__name__}."
+    )
+
+
 def make_seed_sequence(random_state):
-    """Turn a ``random_state`` parameter into a root ``SeedSequence``.
+    """Turn a ``random_state`` parameter into the root ``SeedSequence`` of the
+    noise of one call.
 
     Parameters
     ----------
-    random_state : None, int, numpy.random.RandomState or numpy.random.SeedSequence
+    random_state : None, int, numpy.random.RandomState, numpy.random.Generator \
+or numpy.random.SeedSequence
         ``None`` draws fresh entropy from the operating system. An ``int``
-        seeds deterministically. A ``RandomState`` is advanced by one draw of
-        256 bits (not 32: see the module docstring).
+        seeds deterministically (reproducible: for tests). A ``RandomState``
+        or ``Generator`` is advanced by one draw of 256 bits, mixed with 128
+        bits of fresh OS entropy: no two calls -- and no two *copies* of the
+        instance -- ever give the same stream (see the module docstring).
         A ``SeedSequence`` is returned unchanged.
 
     Returns
     -------
     seed_sequence : numpy.random.SeedSequence
         The root of all random streams of one call.
+
+    Examples
+    --------
+    >>> import copy
+    >>> import numpy as np
+    >>> from skuserdp.utils._random import make_seed_sequence
+    >>> make_seed_sequence(7).entropy
+    7
+    >>> rs = np.random.RandomState(0)
+    >>> a, b = make_seed_sequence(rs), make_seed_sequence(copy.deepcopy(rs))
+    >>> a.entropy == b.entropy  # a copy of the instance never repeats a stream
+    False
+    """
+    root = _deterministic_seed_sequence(random_state, ", Generator")
+    if root is not NotImplemented:
+        return root
+    return np.random.SeedSequence(_draw_words(random_state) + [_os_entropy()])
+
+
+def data_seed_sequence(random_state):
+    """``random_state`` of *synthetic data* as a ``SeedSequence``.
+
+    scikit-learn's convention, for data generators only (never for noise):
+    as :func:`make_seed_sequence`, except that a ``RandomState`` is advanced
+    by one draw of 256 bits that alone seeds the call, so that a seeded
+    ``RandomState`` reproduces its datasets.
+
+    Parameters
+    ----------
+    random_state : None, int, numpy.random.RandomState or numpy.random.SeedSequence
+
+    Returns
+    -------
+    seed_sequence : numpy.random.SeedSequence
+    """
+    root = _deterministic_seed_sequence(random_state, "")
+    if root is not NotImplemented:
+        return root
+    if isinstance(random_state, np.random.Generator):
+        raise ValueError(
+            "random_state must be None, a non-negative int, a numpy RandomState or "
+            "a numpy SeedSequence; got a Generator.")
+    return np.random.SeedSequence(_draw_words(random_state))
+
+
+#: spawn-key word that separates the streams of charged fits from ordinary
+#: children of the same seed (:func:`charged_fit_seed`)
+_CHARGED_FIT_DOMAIN = 0x5EED
+
+
+def charged_fit_seed(random_state, stream):
+    """The seed of one fit charged to a budget accountant.
+
+    Fits charged to one :class:`~skuserdp.privacy.BudgetAccountant` compose,
+    and composition assumes independent noise. ``None`` and a
+    ``RandomState``/``Generator`` already give every fit fresh noise; a
+    deterministic seed (an int or a ``SeedSequence``) would give every fit
+    the *same* noise, so each charged fit gets a child of that seed keyed by
+    ``stream`` (a number the accountant hands out once): reproducible from
+    the seed, never shared by two fits of one ledger.
+
+    Parameters
+    ----------
+    random_state : None, int, RandomState, Generator or SeedSequence
+        The fit's ``random_state`` parameter.
+    stream : int
+        A number no other fit charged to the same accountant uses.
+
+    Returns
+    -------
+    random_state : None or numpy.random.SeedSequence
+        ``None`` for ``None`` (fresh entropy at fit time); otherwise a
+        ``SeedSequence`` to pass as the fit's ``random_state``.
+
+    Examples
+    --------
+    >>> from skuserdp.utils._random import charged_fit_seed
+    >>> a, b = charged_fit_seed(0, 0), charged_fit_seed(0, 1)
+    >>> bool(a.generate_state(1)[0] == b.generate_state(1)[0])
+    False
+    >>> charged_fit_seed(None, 3) is None
+    True
     """
     if random_state is None:
-        return np.random.SeedSequence()
-    if isinstance(random_state, np.random.SeedSequence):
-        return random_state
-    if isinstance(random_state, numbers.Integral) and not isinstance(
-        random_state, bool
-    ):
-        if random_state < 0:
-            raise ValueError(f"random_state must be non-negative, got {random_state}.")
-        return np.random.SeedSequence(int(random_state))
-    if isinstance(random_state, np.random.RandomState):
-        words = random_state.randint(0, 2**32, size=_RANDOM_STATE_WORDS,
-                                     dtype=np.uint64)
-        return np.random.SeedSequence([int(w) for w in words])
-    raise ValueError(
-        "random_state must be None, a non-negative int, a numpy RandomState or a "
-        f"numpy SeedSequence; got {random_state!r}."
-    )
+        return None
+    root = make_seed_sequence(random_state)
+    return np.random.SeedSequence(
+        root.entropy, spawn_key=(*root.spawn_key, _CHARGED_FIT_DOMAIN, int(stream)),
+        pool_size=root.pool_size)
+
+
+def seed_parameters(estimator):
+    """Names of the ``random_state`` parameters of an estimator, nested ones
+    included (``"random_state"``, ``"step__random_state"``, ...).
+
+    Parameters
+    ----------
+    estimator : estimator instance
+
+    Returns
+    -------
+    names : list of str
+    """
+    return [name for name in estimator.get_params(deep=True)
+            if name == "random_state" or name.endswith("__random_state")]
+
+
+def _owner_is_ours(params, name, estimator):
+    owner = (estimator if "__" not in name
+             else params[name.rsplit("__", 1)[0]])
+    return type(owner).__module__.split(".")[0] == "skuserdp"
+
+
+def set_fit_seeds(estimator, seeds):
+    """Set every ``random_state`` parameter of ``estimator`` (nested ones
+    included) for one fit; return their names, to :func:`forget_fit_seeds`.
+
+    ``seeds(name, value)`` maps a parameter's name and current value to the
+    new seed (``None`` or a ``SeedSequence``). skuserdp estimators take the
+    ``SeedSequence`` itself; other estimators (a Pipeline's preprocessing
+    steps, which add no noise) get a 32-bit integer drawn from it, as
+    scikit-learn's validation requires.
+
+    Parameters
+    ----------
+    estimator : estimator instance
+        Changed in place (a clone: never the caller's).
+    seeds : callable
+        ``seeds(name, value) -> None or SeedSequence``.
+
+    Returns
+    -------
+    names : list of str
+    """
+    params = estimator.get_params(deep=True)
+    names = seed_parameters(estimator)
+    new = {}
+    for name in names:
+        seed = seeds(name, params[name])
+        if seed is not None and not _owner_is_ours(params, name, estimator):
+            seed = int(seed.generate_state(1)[0])
+        new[name] = seed
+    estimator.set_params(**new)
+    return names
+
+
+def forget_fit_seeds(estimator, names):
+    """Set the ``random_state`` parameters ``names`` of a fitted estimator to
+    ``None``: meta-estimators publish their fitted estimators without the
+    seed material of the fit (refitting one draws fresh noise)."""
+    if names:
+        estimator.set_params(**dict.fromkeys(names))
+    return estimator
 
 
 def generator_from(seed_sequence):

@@ -1,33 +1,107 @@
 """Tests of the random_state conventions (skuserdp.utils._random)."""
 
+import copy
+
 import numpy as np
 import pytest
+from sklearn.base import clone
 
 from skuserdp.mean import ClipNoiseMeanEstimator
-from skuserdp.utils._random import make_seed_sequence
+from skuserdp.utils._random import (
+    charged_fit_seed,
+    data_seed_sequence,
+    forget_fit_seeds,
+    make_seed_sequence,
+    set_fit_seeds,
+)
 
 
-def test_random_state_instance_seeds_256_bits_not_32():
+def test_random_state_instance_seeds_256_bits_and_fresh_entropy(monkeypatch):
     # before: one 32-bit draw, so every fit seeded from a RandomState was one
-    # of 2**32 noise streams, which an attacker can enumerate
+    # of 2**32 noise streams, which an attacker can enumerate; and a copy of
+    # the instance (clone, GridSearchCV) repeated the stream
+    import skuserdp.utils._random as random_module
+    monkeypatch.setattr(random_module, "_os_entropy", lambda: 99)
     rs = np.random.RandomState(12345)
     root = make_seed_sequence(rs)
     reference = np.random.RandomState(12345).randint(
         0, 2**32, size=8, dtype=np.uint64)
-    assert list(root.entropy) == reference.tolist()
-    assert len(set(root.entropy)) == 8  # eight distinct words: 256 bits
+    assert list(root.entropy) == reference.tolist() + [99]
+    assert len(set(root.entropy[:8])) == 8  # eight distinct words: 256 bits
 
 
-def test_random_state_instance_advances_and_reproduces():
+def test_random_state_instance_advances_and_copies_never_repeat_noise():
     X = np.random.default_rng(0).normal(size=(60, 2))
     groups = np.repeat(np.arange(30), 2)
     rs = np.random.RandomState(3)
     est = ClipNoiseMeanEstimator(bounds=(-3, 3), random_state=rs)
     a = est.fit(X, groups=groups).mean_.copy()
+    state = rs.get_state()[1]
+    assert not np.array_equal(state, np.random.RandomState(3).get_state()[1])
     b = est.fit(X, groups=groups).mean_.copy()
     assert not np.array_equal(a, b)  # the instance advanced
+    # an identical copy of the instance (what clone/deepcopy make) does not
+    # give the same noise: fresh entropy is mixed in
     est.set_params(random_state=np.random.RandomState(3))
+    c = est.fit(X, groups=groups).mean_
+    assert not np.array_equal(c, a)
+    rs_copy = copy.deepcopy(rs)
+    est.set_params(random_state=rs)
+    d = est.fit(X, groups=groups).mean_
+    est.set_params(random_state=rs_copy)
+    assert not np.array_equal(est.fit(X, groups=groups).mean_, d)
+
+
+def test_int_and_seed_sequence_reproduce():
+    X = np.random.default_rng(0).normal(size=(60, 2))
+    groups = np.repeat(np.arange(30), 2)
+    est = ClipNoiseMeanEstimator(bounds=(-3, 3), random_state=5)
+    a = est.fit(X, groups=groups).mean_.copy()
+    np.testing.assert_array_equal(clone(est).fit(X, groups=groups).mean_, a)
+    est.set_params(random_state=np.random.SeedSequence(5))
     np.testing.assert_array_equal(est.fit(X, groups=groups).mean_, a)
+
+
+def test_data_seed_sequence_keeps_random_state_reproducible():
+    a = data_seed_sequence(np.random.RandomState(4)).generate_state(4)
+    b = data_seed_sequence(np.random.RandomState(4)).generate_state(4)
+    np.testing.assert_array_equal(a, b)
+    with pytest.raises(ValueError, match="random_state"):
+        data_seed_sequence(np.random.default_rng(0))
+
+
+def test_charged_fit_seed_is_distinct_per_stream_and_reproducible():
+    a, b = charged_fit_seed(0, 0), charged_fit_seed(0, 1)
+    assert a.generate_state(4).tolist() != b.generate_state(4).tolist()
+    assert (charged_fit_seed(0, 1).generate_state(4).tolist()
+            == b.generate_state(4).tolist())
+    # never the stream of an ordinary child of the same seed
+    children = np.random.SeedSequence(0).spawn(8)
+    assert all(c.generate_state(4).tolist() != a.generate_state(4).tolist()
+               for c in children)
+    assert charged_fit_seed(None, 0) is None
+    rs = np.random.RandomState(0)
+    x = charged_fit_seed(rs, 0)
+    y = charged_fit_seed(np.random.RandomState(0), 0)
+    assert x.generate_state(4).tolist() != y.generate_state(4).tolist()
+
+
+def test_set_and_forget_fit_seeds_reach_nested_parameters():
+    from sklearn.decomposition import PCA
+    from sklearn.pipeline import make_pipeline
+    pipe = make_pipeline(PCA(random_state=1),
+                         ClipNoiseMeanEstimator(bounds=(-3, 3), random_state=2))
+    root = np.random.SeedSequence(0)
+    names = set_fit_seeds(pipe, lambda name, value: root.spawn(1)[0])
+    assert sorted(names) == ["clipnoisemeanestimator__random_state",
+                             "pca__random_state"]
+    params = pipe.get_params()
+    # ours take the SeedSequence; scikit-learn's take a 32-bit int
+    assert isinstance(params["clipnoisemeanestimator__random_state"],
+                      np.random.SeedSequence)
+    assert isinstance(params["pca__random_state"], int)
+    forget_fit_seeds(pipe, names)
+    assert all(pipe.get_params()[n] is None for n in names)
 
 
 @pytest.mark.parametrize("bad", [-1, 1.5, "0", True])
