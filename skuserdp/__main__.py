@@ -21,11 +21,26 @@ def main(argv=None):
                         help="the column of user ids (the unit of privacy)")
     report.add_argument("--epsilon", type=float, default=1.0)
     report.add_argument("--delta", type=float, default=1e-6)
-    report.add_argument("--bounds", default="auto",
-                        help="'auto' (learned privately, charged) or LOWER,UPPER "
-                        "for every feature, in the data's units")
-    report.add_argument("--columns", default=None,
-                        help="comma-separated feature columns (default: all others)")
+    report.add_argument(
+        "--bounds", default=None,
+        help="the box, in the data's units: 'auto' (default; learned privately, "
+        "charged), LOWER,UPPER for every feature column, or per column "
+        "NAME=LOWER:UPPER,... covering every feature column (e.g. "
+        "age=14:46,temp=-40:50); write --bounds=-40,50 when LOWER is negative")
+    report.add_argument(
+        "--codebook", default=None,
+        help="a CSV with columns name,lower,upper (optionally fill) giving every "
+        "feature column's bounds, instead of --bounds")
+    report.add_argument(
+        "--fill", default=None,
+        help="public value of a user with no number in a column: VALUE for every "
+        "column or NAME=VALUE,... (default: the midpoint of the column's declared "
+        "bounds; needed with learned bounds when a user has no number there)")
+    report.add_argument(
+        "--columns", default=None,
+        help="comma-separated feature columns, a public schema (default: every "
+        "other column whose non-missing cells are all numbers, inferred from the "
+        "data)")
     report.add_argument("--png", default="skuserdp_report.png",
                         help="where to write the plot (default skuserdp_report.png)")
     args = parser.parse_args(argv)
@@ -37,10 +52,11 @@ def main(argv=None):
         from ._report import run_report
 
         try:
+            columns = ([c.strip() for c in args.columns.split(",")]
+                       if args.columns else None)
             run_report(args.path, groups=args.groups, epsilon=args.epsilon,
-                       delta=args.delta, bounds=args.bounds,
-                       columns=args.columns.split(",") if args.columns else None,
-                       png=args.png)
+                       delta=args.delta, bounds=args.bounds, columns=columns,
+                       codebook=args.codebook, fill=args.fill, png=args.png)
         except (ValueError, ImportError, OSError) as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1

@@ -1,5 +1,5 @@
 """``python -m skuserdp report``: a private estimate of a table's means, with
-error bars and an error-versus-ε plot from public plans (issue 16, part 3).
+error bars and an error-versus-ε plot from public plans (issues 16 and 26).
 
 What is computed from the private data is one fit of
 :class:`~skuserdp.mean.UserMeanEstimator` at the requested budget (charged
@@ -10,38 +10,139 @@ plans of :class:`~skuserdp.mean.ClipNoiseMeanEstimator` and
 :class:`~skuserdp.mean.WinsorizedMeanEstimator` for the same number of
 users, features and box (declared, or the released ``bounds_``). The
 private data are never used to draw the curves.
+
+The steps before the fit, each a small pure function:
+
+1. :func:`read_csv_cells` reads the cells as text (a row with too many or
+   too few cells is refused with its line number);
+2. :func:`check_ids` refuses rows without a user id (:data:`MISSING_SPELLINGS`);
+3. :func:`select_columns` chooses the feature columns: the ones named by
+   ``columns`` (a public schema), or, without it, the columns whose every
+   non-missing cell is a number (schema inference: a curator step before the
+   release, outside the DP guarantee);
+4. :func:`user_table` makes one row per user: in each column, the mean of the
+   user's non-missing cells; :func:`fill_missing` gives a user with none the
+   column's public fill value;
+5. the estimator is fitted on that table with one row per user, so its
+   per-user means are exactly these values.
+
+No message (error, warning or printed line) contains a cell of the table:
+columns are named, rows only by line number.
 """
 
 import csv
 import math
+import re
 import sys
 import time
 import warnings
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
+
+from .users import check_groups, user_means
+from .users._groups import _is_missing
+from .utils._validation import check_bounds
 
 #: ε values of the expected-error curves
 CURVE_EPSILONS = np.geomspace(0.05, 10.0, 25)
 
+#: the spellings of a missing cell (compared ignoring case and surrounding
+#: whitespace; an empty or whitespace-only cell is missing too)
+MISSING_SPELLINGS = ("NA", "N/A", "NaN", "null", "None", ".")
 
-def load_table(path, groups_column, columns=None):
-    """Rows, user ids and feature names from a CSV (or, with pandas, parquet).
+_MISSING_FOLDED = frozenset(s.casefold() for s in MISSING_SPELLINGS) | {""}
+
+#: the missing-value policy and the estimand, as printed by the report
+MISSING_POLICY = (
+    "Missing values: a cell is missing when it is empty, whitespace or one of "
+    + ", ".join(MISSING_SPELLINGS) + " (any case); in a column named by "
+    "--columns, a cell that is not a finite number is missing too. A user's "
+    "value in a column is the mean of that user's non-missing cells there; a "
+    "user with none gets the column's public fill value (--fill, the "
+    "codebook's fill, or the midpoint of the column's declared bounds). Each "
+    "user's value is a function of that user's rows only, and every user "
+    "counts: the estimand of each column is the mean over users of each "
+    "user's value.")
+
+#: the schema policy, as printed by the report
+SCHEMA_POLICY = {
+    "inferred": (
+        "Schema: the feature columns were inferred from the data (the "
+        "columns whose every non-missing cell is a number). This is a curator "
+        "step before the private release and is outside the DP guarantee; "
+        "name the columns with --columns (and their bounds) to make the "
+        "schema public."),
+    "declared": (
+        "Schema: the feature columns were named by --columns (public); a cell "
+        "that is not a number is treated as missing, never used to change the "
+        "columns."),
+}
+
+
+def _column_label(name, index):
+    return repr(name) if name else f"(unnamed column {index + 1})"
+
+
+def read_csv_cells(path):
+    """The header and the rows of a CSV file, every cell as text.
+
+    The file is read as UTF-8 (a byte-order mark is dropped). Blank lines
+    are skipped; every other row must have one cell per header column.
 
     Parameters
     ----------
     path : str or Path
-        A ``.csv`` file with a header row, or ``.parquet`` (needs pandas).
-    groups_column : str
-        The column of user ids.
-    columns : list of str, default=None
-        The feature columns; ``None`` takes every other column.
 
     Returns
     -------
-    X : ndarray of shape (n_samples, n_features)
-    groups : ndarray of shape (n_samples,)
-    names : list of str
+    header : list of str
+        The column names, stripped of surrounding whitespace.
+    rows : list of list of str
+
+    Raises
+    ------
+    ValueError
+        If the file is not UTF-8, is empty or not valid CSV, or a row has
+        more or fewer cells than the header (with its line number; never a
+        cell's value).
+    """
+    rows = []
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as handle:
+            reader = csv.reader(handle)
+            try:
+                header = next(reader, None)
+                if header is None:
+                    raise ValueError(f"{path} is empty: a header row is needed.")
+                for row in reader:
+                    if not row:
+                        continue
+                    if len(row) != len(header):
+                        raise ValueError(
+                            f"{path}, line {reader.line_num}: {len(row)} cells "
+                            f"but the header has {len(header)} columns. Every "
+                            "row needs one cell per column (is a comma not "
+                            "quoted, or is a cell missing?).")
+                    rows.append(row)
+            except csv.Error as exc:
+                raise ValueError(f"{path}, line {reader.line_num}: not valid "
+                                 f"CSV ({exc}).") from None
+    except UnicodeDecodeError:
+        raise ValueError(f"{path} is not UTF-8 text; save it as UTF-8 CSV.") from None
+    return [c.strip() for c in header], rows
+
+
+def load_cells(path):
+    """The header and the columns of a CSV file (or, with pandas, parquet).
+
+    Returns
+    -------
+    header : list of str
+    columns : list of list
+        One list of cells per header column (text for a CSV, the stored
+        values for parquet).
     """
     path = Path(path)
     if path.suffix.lower() == ".parquet":
@@ -50,28 +151,422 @@ def load_table(path, groups_column, columns=None):
         except ImportError as exc:
             raise ImportError("reading parquet needs pandas (and pyarrow).") from exc
         frame = pd.read_parquet(path)
-        header = [str(c) for c in frame.columns]
-        cells = {c: frame[c].to_numpy() for c in frame.columns}
-        get = (lambda name: cells[frame.columns[header.index(name)]])
+        header = [str(c).strip() for c in frame.columns]
+        columns = [frame.iloc[:, j].tolist() for j in range(frame.shape[1])]
     else:
-        with open(path, newline="") as handle:
-            reader = csv.reader(handle)
-            header = next(reader)
-            body = list(reader)
-        table = list(zip(*body)) if body else [()] * len(header)
-        get = (lambda name: np.array(table[header.index(name)]))
-    if groups_column not in header:
-        raise ValueError(f"no column {groups_column!r} in {path} (columns: "
-                         f"{header}).")
-    names = columns or [c for c in header if c != groups_column]
-    missing = [c for c in names if c not in header]
-    if missing:
-        raise ValueError(f"no column(s) {missing} in {path}.")
+        header, rows = read_csv_cells(path)
+        columns = [list(c) for c in zip(*rows)] if rows else [[] for _ in header]
+    if not columns or not columns[0]:
+        raise ValueError(f"{path} has no data rows.")
+    named = [h for h in header if h]
+    dups = sorted({h for h in named if named.count(h) > 1})
+    if dups:
+        raise ValueError(f"{path}: the header repeats column name(s) {dups}.")
+    return header, columns
+
+
+def is_missing_cell(cell):
+    """Whether one cell is missing: an empty or whitespace-only string, one of
+    :data:`MISSING_SPELLINGS` (any case, surrounding whitespace ignored), or
+    a missing non-text value (None, NaN, NaT, ``pd.NA``)."""
+    if isinstance(cell, str):
+        return cell.strip().casefold() in _MISSING_FOLDED
+    return _is_missing(cell)
+
+
+def parse_numbers(cells):
+    """The cells as float64, NaN where a cell is missing or not a finite number.
+
+    Returns
+    -------
+    values : ndarray of shape (n_cells,)
+    n_missing : int
+        Number of missing cells (:func:`is_missing_cell`); the other NaN
+        entries are cells that are not finite numbers (text, ``inf``).
+    """
+    values = np.empty(len(cells), dtype=np.float64)
+    n_missing = 0
+    for i, cell in enumerate(cells):
+        if is_missing_cell(cell):
+            n_missing += 1
+            values[i] = math.nan
+            continue
+        try:
+            values[i] = float(cell)
+        except (TypeError, ValueError, OverflowError):
+            values[i] = math.nan
+    values[~np.isfinite(values)] = np.nan
+    return values, n_missing
+
+
+def check_ids(cells, name):
+    """The user ids of the rows, refusing a row without one.
+
+    Parameters
+    ----------
+    cells : list
+        The id column's cells.
+    name : str
+        The id column's name (for messages).
+
+    Returns
+    -------
+    ids : ndarray of shape (n_rows,)
+
+    Raises
+    ------
+    ValueError
+        If a cell is missing (:func:`is_missing_cell`): rows without an id
+        would be pooled into one pseudo-user. The message names the column
+        and the number of such rows, never a value.
+    """
+    n_missing = sum(1 for c in cells if is_missing_cell(c))
+    if n_missing:
+        raise ValueError(
+            f"the id column {name!r} is missing in {n_missing} row(s) (empty, or "
+            f"one of {', '.join(MISSING_SPELLINGS)}): every row needs a user id, "
+            "and rows without one cannot be assigned to a user. Fill in or drop "
+            "those rows before the report.")
+    ids = np.empty(len(cells), dtype=object)
+    ids[:] = cells
+    return ids
+
+
+class Columns(NamedTuple):
+    """Result of :func:`select_columns`.
+
+    Attributes
+    ----------
+    names : list of str
+        The feature columns.
+    values : ndarray of shape (n_rows, n_features)
+        Their cells as float64, NaN where missing (or not a finite number).
+    skipped : list of (str, str)
+        ``(column, reason)`` of every column left out by schema inference.
+    incomplete : list of str
+        The feature columns with a missing cell (the policy applies).
+    inferred : bool
+        Whether the columns were inferred from the data (no ``columns``).
+    """
+
+    names: list
+    values: np.ndarray
+    skipped: list
+    incomplete: list
+    inferred: bool
+
+
+def select_columns(header, columns, groups, requested=None):
+    """The feature columns and their numbers.
+
+    Parameters
+    ----------
+    header : list of str
+    columns : list of list
+        One list of cells per header column.
+    groups : str
+        The id column (never a feature).
+    requested : list of str, default=None
+        The feature columns (a public schema): each must have at least one
+        cell that is a number; its other cells are treated as missing.
+        ``None``: every other column whose non-missing cells are all numbers
+        (schema inference, a data-dependent curator step outside the DP
+        guarantee); the others are skipped, each with its reason.
+
+    Returns
+    -------
+    result : Columns
+    """
+    if requested is None:
+        candidates = [j for j, h in enumerate(header) if h != groups]
+    else:
+        unknown = [c for c in requested if c not in header]
+        if unknown:
+            raise ValueError(f"no column(s) {unknown} (--columns); the columns "
+                             f"are {header}.")
+        if groups in requested:
+            raise ValueError(f"the id column {groups!r} cannot be a feature "
+                             "column (--columns).")
+        dups = sorted({c for c in requested if requested.count(c) > 1})
+        if dups:
+            raise ValueError(f"--columns repeats column(s) {dups}.")
+        candidates = [header.index(c) for c in requested]
+    names, values, skipped, incomplete = [], [], [], []
+    for j in candidates:
+        label = _column_label(header[j], j)
+        v, n_missing = parse_numbers(columns[j])
+        n_numbers = int(np.isfinite(v).sum())
+        if requested is not None and n_numbers == 0:
+            raise ValueError(
+                f"column {label} (--columns) has no cell that is a number; "
+                "leave it out of --columns.")
+        if requested is None:
+            reason = None
+            if not header[j]:
+                reason = "no name in the header"
+            elif n_numbers == 0:
+                reason = "no cell is a number"
+            elif n_numbers + n_missing < v.shape[0]:
+                reason = ("some cells are not numbers; name it in --columns to "
+                          "treat those cells as missing")
+            if reason is not None:
+                skipped.append((header[j] or label, reason))
+                continue
+        names.append(header[j])
+        values.append(v)
+        if n_numbers < v.shape[0]:
+            incomplete.append(header[j])
+    if not names:
+        why = "; ".join(f"{n}: {r}" for n, r in skipped)
+        raise ValueError("no feature column is numeric"
+                         + (f" (skipped {why})." if why else "."))
+    return Columns(names, np.column_stack(values), skipped, incomplete,
+                   requested is None)
+
+
+def user_table(values, ids):
+    """One row per user: in each column, the mean of the user's non-missing cells.
+
+    Parameters
+    ----------
+    values : ndarray of shape (n_rows, n_features)
+        NaN where a cell is missing.
+    ids : array-like of shape (n_rows,)
+        The user id of every row (none missing).
+
+    Returns
+    -------
+    table : ndarray of shape (n_users, n_features)
+        NaN where the user has no non-missing cell in the column. Row ``k``
+        depends on the rows of user ``labels[k]`` only.
+    labels : ndarray of shape (n_users,)
+        The user ids (:func:`~skuserdp.users.check_groups`).
+    """
+    codes, labels = check_groups(ids, values.shape[0])
+    table = np.full((labels.shape[0], values.shape[1]), np.nan)
+    for j in range(values.shape[1]):
+        present = ~np.isnan(values[:, j])
+        if present.any():
+            means, _, users = user_means(values[present, j:j + 1],
+                                         groups=codes[present])
+            table[users, j] = means[:, 0]
+    return table, labels
+
+
+def fill_missing(table, names, fill):
+    """The per-user table with each user's missing value set to the public fill.
+
+    Parameters
+    ----------
+    table : ndarray of shape (n_users, n_features)
+        From :func:`user_table` (NaN: the user has no value in the column).
+    names : list of str
+    fill : ndarray of shape (n_features,)
+        Public fill values; NaN where none is declared.
+
+    Raises
+    ------
+    ValueError
+        If a user has no value in a column without a fill value (named, with
+        the fix).
+    """
+    empty = np.isnan(table)
+    fill = np.asarray(fill, dtype=np.float64)
+    unfilled = [n for n, need, f in zip(names, empty.any(axis=0), fill)
+                if need and np.isnan(f)]
+    if unfilled:
+        raise ValueError(
+            f"some users have no number in column(s) {unfilled}, and with bounds "
+            "learned privately these columns have no public fill value. Declare "
+            "their bounds (--bounds NAME=LOWER:UPPER or --codebook; the fill is "
+            "then the midpoint) or a public fill value (--fill NAME=VALUE).")
+    return np.where(empty, fill[None, :], table)
+
+
+def _parse_float(text, what):
     try:
-        X = np.column_stack([get(c).astype(np.float64) for c in names])
-    except ValueError as exc:
-        raise ValueError(f"the feature columns {names} must be numeric: {exc}") from exc
-    return X, get(groups_column), list(names)
+        return float(text)
+    except ValueError:
+        raise ValueError(f"{what}: {text!r} is not a number.") from None
+
+
+def parse_column_spec(text, names, option, parse_value):
+    """``NAME=VALUE,NAME=VALUE`` into a dict, refusing names not in ``names``.
+
+    A name may contain ``=`` only before the last one (the value never does).
+    """
+    spec = {}
+    for item in text.split(","):
+        name, sep, value = item.strip().rpartition("=")
+        name = name.strip()
+        if not sep or not name:
+            raise ValueError(f"{option}: {item.strip()!r} is not NAME=VALUE.")
+        if name in spec:
+            raise ValueError(f"{option} names column {name!r} twice.")
+        spec[name] = parse_value(value.strip(), f"{option} {name}")
+    unknown = [n for n in spec if n not in names]
+    if unknown:
+        raise ValueError(f"{option} names column(s) {unknown}, which are not "
+                         f"feature columns (the feature columns are {names}).")
+    return spec
+
+
+def _parse_range(text, what):
+    parts = text.split(":")
+    if len(parts) != 2:
+        raise ValueError(f"{what}: {text!r} is not LOWER:UPPER.")
+    return tuple(_parse_float(p.strip(), what) for p in parts)
+
+
+def check_column_bounds(names, lower, upper):
+    """Refuse, by column name, bounds that are not finite with lower < upper."""
+    lower = np.asarray(lower, dtype=np.float64)
+    upper = np.asarray(upper, dtype=np.float64)
+    bad = [n for n, lo, hi in zip(names, lower, upper)
+           if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi)]
+    if bad:
+        raise ValueError(f"the bounds of column(s) {bad} must be finite with "
+                         "lower < upper.")
+    return check_bounds((lower, upper), len(names))
+
+
+def _cover(spec, names, option):
+    uncovered = [n for n in names if n not in spec]
+    if uncovered:
+        raise ValueError(f"{option} does not cover column(s) {uncovered}: give "
+                         "bounds for every feature column.")
+
+
+def parse_bounds(text, names):
+    """The box from ``--bounds``: ``"auto"``, ``LO,HI`` or ``NAME=LO:HI,...``.
+
+    Parameters
+    ----------
+    text : str or None
+        ``None`` or ``"auto"``: learned privately. ``"LO,HI"``: the same
+        bounds for every column. ``"age=14:46,temp=-40:50"``: per column;
+        every feature column must be covered.
+    names : list of str
+        The feature columns.
+
+    Returns
+    -------
+    bounds : "auto" or (lower, upper) of ndarrays of shape (n_features,)
+    """
+    if text is None or text.strip() == "auto":
+        return "auto"
+    if "=" not in text:
+        parts = text.split(",")
+        if len(parts) != 2:
+            raise ValueError(f"--bounds: {text!r} is not 'auto', LOWER,UPPER or "
+                             "NAME=LOWER:UPPER,...")
+        lo, hi = (_parse_float(p.strip(), "--bounds") for p in parts)
+        return check_column_bounds(names, np.full(len(names), lo),
+                                   np.full(len(names), hi))
+    spec = parse_column_spec(text, names, "--bounds", _parse_range)
+    _cover(spec, names, "--bounds")
+    return check_column_bounds(names, [spec[n][0] for n in names],
+                               [spec[n][1] for n in names])
+
+
+def read_codebook(path, names):
+    """Bounds (and optional fill values) of the feature columns from a codebook.
+
+    The codebook is a CSV with columns ``name,lower,upper`` and optionally
+    ``fill`` (an empty fill cell: none). Rows of other columns are ignored;
+    every feature column must have a row.
+
+    Returns
+    -------
+    bounds : (lower, upper) of ndarrays of shape (n_features,)
+    fill : dict of str to float
+        The declared fill values.
+    """
+    header, rows = read_csv_cells(path)
+    absent = [c for c in ("name", "lower", "upper") if c not in header]
+    if absent:
+        raise ValueError(f"codebook {path} needs the columns name, lower, upper "
+                         f"(and optionally fill); it lacks {absent}.")
+    col = {c: header.index(c) for c in header}
+    entries = {}
+    for row in rows:
+        name = row[col["name"]].strip()
+        if name not in names:
+            continue
+        if name in entries:
+            raise ValueError(f"codebook {path} has column {name!r} twice.")
+        what = f"codebook {path}, column {name!r}"
+        fill = row[col["fill"]].strip() if "fill" in col else ""
+        entries[name] = (_parse_float(row[col["lower"]].strip(), what),
+                         _parse_float(row[col["upper"]].strip(), what),
+                         _parse_float(fill, what) if fill else None)
+    _cover(entries, names, f"codebook {path}")
+    bounds = check_column_bounds(names, [entries[n][0] for n in names],
+                                 [entries[n][1] for n in names])
+    return bounds, {n: e[2] for n, e in entries.items() if e[2] is not None}
+
+
+def parse_fill(text, names):
+    """Fill values from ``--fill``: ``VALUE`` (every column) or ``NAME=VALUE,...``
+    (some columns); a dict of column to float."""
+    if text is None:
+        return {}
+    if "=" not in text:
+        value = _parse_float(text.strip(), "--fill")
+        return {n: value for n in names}
+    return parse_column_spec(text, names, "--fill", _parse_float)
+
+
+def resolve_fill(names, bounds, declared):
+    """The public fill value of every column (NaN: none).
+
+    ``declared`` (``--fill`` or the codebook's) wins; otherwise the midpoint
+    of the column's declared bounds. A fill must be finite and, with declared
+    bounds, inside them.
+    """
+    if isinstance(bounds, str):
+        fill = np.full(len(names), np.nan)
+        lower, upper = np.full(len(names), -np.inf), np.full(len(names), np.inf)
+    else:
+        lower, upper = bounds
+        fill = lower / 2.0 + upper / 2.0
+    for j, name in enumerate(names):
+        if name in declared:
+            fill[j] = declared[name]
+    bad = [n for j, n in enumerate(names) if n in declared
+           and not (math.isfinite(fill[j]) and lower[j] <= fill[j] <= upper[j])]
+    if bad:
+        raise ValueError(f"the fill value of column(s) {bad} must be finite and "
+                         "inside the column's bounds.")
+    return fill
+
+
+_INDEX_LIST = re.compile(r"feature\(s\) \[(\d+(?:, \d+)*)\]")
+
+
+def name_features(message, names):
+    """Replace ``feature(s) [i, j]`` (column indices) in a warning by names.
+
+    Only that exact form, and only when every index is a column; anything
+    else is left as it is.
+    """
+    def repl(match):
+        idx = [int(i) for i in match.group(1).split(", ")]
+        if max(idx) >= len(names):
+            return match.group(0)
+        return f"feature(s) {[names[i] for i in idx]}"
+
+    return _INDEX_LIST.sub(repl, message)
+
+
+def _as_frame(table, names):
+    """The table as a pandas DataFrame with the column names (so that the
+    estimator's warnings can name them), or the array without pandas."""
+    try:
+        import pandas as pd
+    except ImportError:
+        return table
+    return pd.DataFrame(table, columns=list(names))
 
 
 def expected_error_curves(n_users, lower, upper, delta, epsilons=CURVE_EPSILONS):
@@ -141,28 +636,77 @@ def plot_curves(curves, epsilons, epsilon, path, *, title="", point=None):
     return Path(path)
 
 
-def _parse_bounds(text, n_features):
-    if text is None or text == "auto":
-        return "auto"
-    lo, hi = (float(v) for v in text.split(","))
-    return (np.full(n_features, lo), np.full(n_features, hi))
+def _print_columns(columns, out):
+    """The schema and missing-value policies, as they apply to this table."""
+    print(f"feature columns: {', '.join(columns.names)}", file=out)
+    if columns.skipped:
+        print("skipped columns:", file=out)
+        for name, reason in columns.skipped:
+            print(f"  {name}: {reason}", file=out)
+    print(SCHEMA_POLICY["inferred" if columns.inferred else "declared"], file=out)
+    if columns.incomplete:
+        print(f"Column(s) {', '.join(columns.incomplete)} have missing cells; "
+              "the missing-value policy below applies.", file=out)
+    print(MISSING_POLICY, file=out)
 
 
-def run_report(path, *, groups, epsilon=1.0, delta=1e-6, bounds="auto",
-               columns=None, png=None, random_state=None, out=sys.stdout):
-    """Fit, print the report and write the plot; return a dict of results."""
+def prepare_table(path, groups, columns=None, bounds=None, codebook=None,
+                  fill=None):
+    """Read a table and build the per-user table the report fits.
+
+    Returns
+    -------
+    table : ndarray of shape (n_users, n_features)
+        One row per user, filled (:func:`user_table`, :func:`fill_missing`).
+    columns : Columns
+    bounds : "auto" or (lower, upper)
+    """
+    header, cells = load_cells(path)
+    if groups not in header:
+        raise ValueError(f"no column {groups!r} in {path} (columns: {header}).")
+    ids = check_ids(cells[header.index(groups)], groups)
+    cols = select_columns(header, cells, groups, columns)
+    if codebook is not None:
+        if not (bounds is None or (isinstance(bounds, str) and bounds == "auto")):
+            raise ValueError("give either --bounds or --codebook, not both.")
+        bounds, declared = read_codebook(codebook, cols.names)
+    else:
+        if isinstance(bounds, str) or bounds is None:
+            bounds = parse_bounds(bounds, cols.names)
+        else:
+            bounds = check_bounds(bounds, len(cols.names))
+        declared = {}
+    declared.update(parse_fill(fill, cols.names))
+    fills = resolve_fill(cols.names, bounds, declared)
+    table, _ = user_table(cols.values, ids)
+    return fill_missing(table, cols.names, fills), cols, bounds
+
+
+def run_report(path, *, groups, epsilon=1.0, delta=1e-6, bounds=None,
+               columns=None, codebook=None, fill=None, png=None,
+               random_state=None, out=None):
+    """Fit, print the report and write the plot; return a dict of results.
+
+    ``bounds``: ``None`` or ``"auto"`` (learned privately), a string for
+    :func:`parse_bounds`, or a pair ``(lower, upper)``; ``codebook``: a CSV
+    for :func:`read_codebook` instead; ``fill``: a string for
+    :func:`parse_fill`; ``out``: where to print (default ``sys.stdout``).
+    """
     from .mean import UserMeanEstimator
 
-    X, user_ids, names = load_table(path, groups, columns)
-    bounds = _parse_bounds(bounds, X.shape[1]) if isinstance(bounds, str) else bounds
+    out = sys.stdout if out is None else out
+    table, cols, bounds = prepare_table(path, groups, columns, bounds, codebook,
+                                        fill)
+    names = cols.names
+    _print_columns(cols, out)
     est = UserMeanEstimator(epsilon=epsilon, delta=delta, bounds=bounds,
                             random_state=random_state)
     start = time.perf_counter()
-    print(f"fitting {type(est).__name__} on {X.shape[0]} rows x {X.shape[1]} "
-          f"features ...", file=out, flush=True)
+    print(f"\nfitting {type(est).__name__} on one row per user "
+          f"({table.shape[1]} features) ...", file=out, flush=True)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        est.fit(X, groups=user_ids)
+        est.fit(_as_frame(table, names), groups=np.arange(table.shape[0]))
     seconds = time.perf_counter() - start
     sd = getattr(est, "noise_std_", None)
     print(f"\n{est.n_users_} users; method {est.method_!r} ({est.reason_})",
@@ -175,20 +719,24 @@ def run_report(path, *, groups, epsilon=1.0, delta=1e-6, bounds="auto",
     for j, name in enumerate(names):
         bar = "-" if sd is None else f"{1.96 * sd:.4g}"
         print(f"{name:<{width}}  {est.mean_[j]:>14.6g}  {bar:>12}", file=out)
-    print("\nThe error bars are the noise's 95 % range from the public plan; "
-          "clipping bias is not included.", file=out)
+    print("\nEach private mean estimates the mean over users of each user's "
+          "mean over its non-missing cells of the column. The error bars are "
+          "the noise's 95 % range from the public plan; clipping bias is not "
+          "included.", file=out)
     for w in caught:
-        print(f"warning: {w.category.__name__}: {w.message}", file=out)
-    result = {"estimator": est, "names": names, "noise_std": sd}
+        print(f"warning: {w.category.__name__}: "
+              f"{name_features(str(w.message), names)}", file=out)
+    result = {"estimator": est, "names": names, "noise_std": sd, "table": table,
+              "columns": cols}
     lower, upper = (est.bounds_ if getattr(est, "bounds_", None) is not None
                     else (None, None))
     if png is not None and lower is not None:
         curves = expected_error_curves(est.n_users_, lower, upper, delta)
         point = (None if sd is None else
-                 (f"this fit ({est.method_})", sd * math.sqrt(X.shape[1])))
+                 (f"this fit ({est.method_})", sd * math.sqrt(table.shape[1])))
         result["png"] = plot_curves(
             curves, CURVE_EPSILONS, epsilon, png, point=point,
-            title=f"{est.n_users_} users, {X.shape[1]} features (public plans)")
+            title=f"{est.n_users_} users, {table.shape[1]} features (public plans)")
         result["curves"] = curves
         print(f"\nwrote {png}: expected error against ε from the public plans "
               "(no private data used)", file=out)

@@ -9,7 +9,11 @@ import sys
 import numpy as np
 import pytest
 
-from skuserdp._report import CURVE_EPSILONS, expected_error_curves, run_report
+from skuserdp._report import (
+    CURVE_EPSILONS, _as_frame, check_ids, expected_error_curves, fill_missing,
+    is_missing_cell, load_cells, name_features, parse_bounds, parse_fill,
+    parse_numbers, read_codebook, read_csv_cells, resolve_fill, run_report,
+    select_columns, user_table)
 from skuserdp.mean import plan_clip_noise
 from skuserdp.privacy import ApproxDP
 
@@ -47,11 +51,12 @@ def test_command_line_prints_the_estimate_and_writes_a_png(tmp_path):
         assert near.sum() > 200, colour
 
 
-def test_errors_are_clear(tmp_path):
+def test_errors_are_clear(tmp_path, capsys):
+    from skuserdp.__main__ import main
+
     data = _write_csv(tmp_path / "clinic.csv", n_users=50)
-    run = subprocess.run([sys.executable, "-m", "skuserdp", "report", str(data),
-                          "--groups", "user"], capture_output=True, text=True)
-    assert run.returncode == 1 and "no column 'user'" in run.stderr
+    assert main(["report", str(data), "--groups", "user"]) == 1
+    assert "no column 'user'" in capsys.readouterr().err
 
 
 def test_report_values_come_from_the_fit_and_the_public_plans(tmp_path):
@@ -73,3 +78,266 @@ def test_report_values_come_from_the_fit_and_the_public_plans(tmp_path):
         assert np.all(np.diff(values) < 0)  # more epsilon, less noise
     np.testing.assert_array_equal(res["curves"]["ClipNoiseMeanEstimator"],
                                   curves["ClipNoiseMeanEstimator"])
+
+
+# --- real CSVs (issue 26): text columns, missing cells, missing ids, ragged
+# rows, per-column bounds; no message ever contains a cell's value.
+
+SENTINEL = "Jane Doe HIV+ SENTINEL-7f3a"
+
+
+def _table_csv(path, rows, header=("patient", "name", "age", "temp")):
+    with open(path, "w", newline="") as handle:
+        out = csv.writer(handle)
+        out.writerow(header)
+        out.writerows(rows)
+    return path
+
+
+def _real_rows(n_users=30):
+    """Ids, a text column (with the sentinel), empty and NA cells, negatives."""
+    rows = [["p0", SENTINEL, "30", "-5"], ["p0", SENTINEL, "", "NA"],
+            ["p1", "Bob", "50", ""], ["p2", "Al", "20", "-20"],
+            ["p2", "Al", "40", " n/a "]]
+    rows += [[f"p{u}", f"X{u}", str(20 + u % 30), str(u % 20 - 10)]
+             for u in range(3, n_users)]
+    return rows
+
+
+def _main(argv, capsys, tmp_path):
+    """Run the command line; return (exit code, stdout, stderr), checking that
+    the sentinel cell appears in none of them."""
+    from skuserdp.__main__ import main
+
+    code = main(["report", *map(str, argv), "--png", str(tmp_path / "r.png")])
+    out, err = capsys.readouterr()
+    assert "SENTINEL" not in out + err  # nor any part of the cell
+    return code, out, err
+
+
+def test_a_real_csv_with_text_empty_cells_and_column_bounds(tmp_path, capsys):
+    data = _table_csv(tmp_path / "t.csv", _real_rows())
+    code, out, err = _main([data, "--groups", "patient", "--bounds",
+                            "age=14:80,temp=-40:50"], capsys, tmp_path)
+    assert code == 0, err
+    assert "feature columns: age, temp" in out
+    assert "skipped columns:" in out and "name: no cell is a number" in out
+    assert "outside the DP guarantee" in out  # the schema policy
+    assert "age, temp have missing cells" in out
+    assert "mean of that user's non-missing cells" in out  # the policy
+    assert "30 users" in out
+
+
+def test_missing_ids_are_refused_by_column_name(tmp_path, capsys):
+    for missing in ["", "  ", "NA", "n/a", "NULL", "None", ".", "nan"]:
+        rows = _real_rows() + [[missing, SENTINEL, "1", "2"]] * 3
+        data = _table_csv(tmp_path / "t.csv", rows)
+        code, out, err = _main([data, "--groups", "patient", "--bounds", "0,100"],
+                               capsys, tmp_path)
+        assert code != 0 and "users" not in out
+        assert "id column 'patient' is missing in 3 row(s)" in err, missing
+
+
+def test_ragged_rows_are_refused_with_the_line_number(tmp_path, capsys):
+    for extra in ([SENTINEL, "x"], []):
+        rows = _real_rows()
+        rows.insert(3, ["p9", SENTINEL, "3"] + extra)  # line 5 of the file
+        data = _table_csv(tmp_path / "t.csv", rows)
+        code, _, err = _main([data, "--groups", "patient"], capsys, tmp_path)
+        n = 3 + len(extra)
+        assert code == 1 and f"line 5: {n} cells but the header has 4" in err
+
+
+def test_no_message_prints_a_cell(tmp_path, capsys):
+    data = _table_csv(tmp_path / "t.csv", _real_rows())
+    # the text column asked for by name: refused by name (no number in it)
+    code, _, err = _main([data, "--groups", "patient", "--columns", "age,name"],
+                         capsys, tmp_path)
+    assert code == 1 and "column 'name' (--columns) has no cell that is a number" \
+        in err
+    # a numeric column with the sentinel in one cell: inference skips it (with
+    # the reason); named by --columns, the cell is missing
+    rows = _real_rows()
+    rows[2][2] = SENTINEL
+    data = _table_csv(tmp_path / "t.csv", rows)
+    code, out, err = _main([data, "--groups", "patient", "--bounds=-50,100"],
+                           capsys, tmp_path)
+    assert code == 0, err
+    assert "age: some cells are not numbers" in out
+    code, out, err = _main([data, "--groups", "patient", "--columns", "age,temp",
+                            "--bounds=-50,100"], capsys, tmp_path)
+    assert code == 0 and "named by --columns (public)" in out
+    # learned bounds and a user with no number: refused by column, with the fix
+    code, _, err = _main([data, "--groups", "patient", "--columns", "age,temp"],
+                         capsys, tmp_path)
+    assert code == 1 and "column(s) ['age', 'temp']" in err \
+        and "--fill" in err
+
+
+def test_non_utf8_and_unreadable_files(tmp_path, capsys):
+    path = tmp_path / "latin.csv"
+    path.write_bytes("patient,age\np1,3\np\xe9,4\n".encode("latin-1"))
+    code, _, err = _main([path, "--groups", "patient"], capsys, tmp_path)
+    assert code == 1 and "not UTF-8" in err and "xe9" not in err
+
+
+def test_read_csv_cells(tmp_path):
+    path = tmp_path / "t.csv"
+    path.write_bytes(b'\xef\xbb\xbfpatient , age\n\np1,"1,5"\n\np2,"a\nb"\np3\n')
+    with pytest.raises(ValueError, match=r"line 7: 1 cells but the header has 2"):
+        read_csv_cells(path)  # the quoted newline makes line 6 a continuation
+    path.write_bytes(b'\xef\xbb\xbfpatient , age\n\np1,"1,5"\n\n')
+    assert read_csv_cells(path) == (["patient", "age"], [["p1", "1,5"]])
+    path.write_bytes(b"")
+    with pytest.raises(ValueError, match="empty"):
+        read_csv_cells(path)
+    path.write_bytes(b"a,b\n")
+    with pytest.raises(ValueError, match="no data rows"):
+        load_cells(path)
+    path.write_bytes(b"a,b,a\n1,2,3\n")
+    with pytest.raises(ValueError, match=r"repeats column name\(s\) \['a'\]"):
+        load_cells(path)
+
+
+def test_cells_ids_and_columns():
+    assert [is_missing_cell(c) for c in ["", " ", "NA", "nA", " n/a", "NaN",
+                                         "null", "None", ".", None, np.nan]] \
+        == [True] * 11
+    assert not any(is_missing_cell(c) for c in ["0", "x", "NAN1", "-", 0.0])
+    values, n_missing = parse_numbers(["1", " 2.5 ", "", "x", "inf", "NA", "-3e2"])
+    np.testing.assert_array_equal(values, [1, 2.5, np.nan, np.nan, np.nan, np.nan,
+                                           -300])
+    assert n_missing == 2
+    with pytest.raises(ValueError, match=r"'uid' is missing in 1 row"):
+        check_ids(["a", "NULL", "b"], "uid")
+    assert check_ids(["a", "b"], "uid").tolist() == ["a", "b"]
+    header = ["uid", "", "t", "x", "y"]
+    cells = [["a", "b"], ["1", "2"], ["hi", ""], ["1", "oops"], ["", "4"]]
+    cols = select_columns(header, cells, "uid")
+    assert cols.names == ["y"] and cols.inferred and cols.incomplete == ["y"]
+    assert [n for n, _ in cols.skipped] == ["(unnamed column 2)", "t", "x"]
+    np.testing.assert_array_equal(cols.values, [[np.nan], [4.0]])
+    cols = select_columns(header, cells, "uid", ["x", "y"])
+    assert not cols.inferred and cols.skipped == []
+    np.testing.assert_array_equal(cols.values, [[1, np.nan], [np.nan, 4]])
+    for bad, match in [(["t"], "'t' .* no cell that is a number"),
+                       (["zz"], r"no column\(s\) \['zz'\]"),
+                       (["uid"], "id column 'uid' cannot be a feature"),
+                       (["x", "x"], "repeats")]:
+        with pytest.raises(ValueError, match=match):
+            select_columns(header, cells, "uid", bad)
+    with pytest.raises(ValueError, match="no feature column is numeric"):
+        select_columns(header[:3], cells[:3], "uid")
+
+
+def test_the_missing_value_policy_by_hand(tmp_path, capsys):
+    values = np.array([[1.0, np.nan], [3.0, 7.0], [np.nan, np.nan],
+                       [10.0, 2.0], [np.nan, 4.0]])
+    ids = np.array(["u", "u", "v", "w", "w"], dtype=object)
+    table, labels = user_table(values, ids)
+    assert labels.tolist() == ["u", "v", "w"]
+    np.testing.assert_array_equal(table, [[2.0, 7.0], [np.nan, np.nan],
+                                          [10.0, 3.0]])
+    filled = fill_missing(table, ["a", "b"], np.array([5.0, -1.0]))
+    np.testing.assert_array_equal(filled, [[2.0, 7.0], [5.0, -1.0], [10.0, 3.0]])
+    with pytest.raises(ValueError, match=r"column\(s\) \['b'\].*--fill"):
+        fill_missing(table, ["a", "b"], np.array([5.0, np.nan]))
+    # a column with nobody missing needs no fill
+    fill_missing(table[[0, 2]], ["a", "b"], np.full(2, np.nan))
+    # the report builds that table from the CSV and fits it, one row per user
+    rows = [["u", "1", ""], ["u", "3", "7"], ["v", "", "NA"], ["w", "10", "2"],
+            ["w", " . ", "4"]] + [[f"z{u}", str(u % 7), str(u % 5)]
+                                  for u in range(60)]
+    data = _table_csv(tmp_path / "t.csv", rows, header=("patient", "a", "b"))
+    res = run_report(data, groups="patient", epsilon=1e9, bounds="a=0:20,b=-2:8",
+                     fill="b=-1", random_state=0, out=open(tmp_path / "o", "w"))
+    # rows in the order of the sorted ids: u, v, w, z0, z1, z10, z11, ...
+    z = sorted(range(60), key=str)
+    expected = np.array([[2.0, 7.0], [10.0, -1.0], [10.0, 3.0]]
+                        + [[u % 7, u % 5] for u in z], dtype=float)
+    np.testing.assert_array_equal(res["table"], expected)
+    assert res["estimator"].n_users_ == 63
+    if _as_frame(expected, ["a", "b"]) is not expected:  # pandas: named columns
+        assert res["estimator"].feature_names_in_.tolist() == ["a", "b"]
+
+
+def test_bounds_fill_and_codebook(tmp_path):
+    names = ["age", "temp"]
+    assert parse_bounds(None, names) == parse_bounds(" auto", names) == "auto"
+    lower, upper = parse_bounds("-1.5,2e2", names)
+    np.testing.assert_array_equal(lower, [-1.5, -1.5])
+    np.testing.assert_array_equal(upper, [200, 200])
+    lower, upper = parse_bounds("temp=-40:-10, age=14:46", names)
+    np.testing.assert_array_equal(lower, [14, -40])
+    np.testing.assert_array_equal(upper, [46, -10])
+    for text, match in [
+            ("age=14:46", r"does not cover column\(s\) \['temp'\]"),
+            ("age=1:2,temp=1:2,hours=0:168", r"column\(s\) \['hours'\], which are "
+             "not feature columns"),
+            ("age=46:14,temp=nan:1", r"column\(s\) \['age', 'temp'\] must be finite"),
+            ("age=0:inf,temp=0:1", r"column\(s\) \['age'\] must be finite"),
+            ("5,5", r"column\(s\) \['age', 'temp'\] must be finite"),
+            ("age=1:2,age=1:3,temp=0:1", "twice"),
+            ("age=1-2,temp=0:1", "not LOWER:UPPER"), ("age=a:2,temp=0:1",
+                                                      "'a' is not a number"),
+            ("0,1,2", "is not 'auto'"), ("=1:2", "not NAME=VALUE")]:
+        with pytest.raises(ValueError, match=match):
+            parse_bounds(text, names)
+    assert parse_fill(None, names) == {}
+    assert parse_fill("-2", names) == {"age": -2.0, "temp": -2.0}
+    assert parse_fill("temp=-2", names) == {"temp": -2.0}
+    box = (np.array([0.0, -40.0]), np.array([10.0, 50.0]))
+    np.testing.assert_array_equal(resolve_fill(names, box, {"temp": -2.0}), [5, -2])
+    np.testing.assert_array_equal(resolve_fill(names, "auto", {"temp": 1e6}),
+                                  [np.nan, 1e6])
+    with pytest.raises(ValueError, match=r"fill value of column\(s\) \['temp'\]"):
+        resolve_fill(names, box, {"temp": 60.0})
+    book = tmp_path / "codebook.csv"
+    book.write_text("name,lower,upper,fill\nid,,,\nage,14,46,\n"
+                    "temp,-40,50,-3\nnotes,,,\n")
+    (lower, upper), fill = read_codebook(book, names)
+    np.testing.assert_array_equal(lower, [14, -40])
+    np.testing.assert_array_equal(upper, [46, 50])
+    assert fill == {"temp": -3.0}
+    book.write_text("name,lower,upper\nage,14,46\n")
+    with pytest.raises(ValueError, match=r"does not cover column\(s\) \['temp'\]"):
+        read_codebook(book, names)
+    book.write_text("name,lower,upper\nage,46,14\ntemp,0,1\n")
+    with pytest.raises(ValueError, match=r"column\(s\) \['age'\] must be finite"):
+        read_codebook(book, names)
+    book.write_text("name,low,upper\nage,46,14\n")
+    with pytest.raises(ValueError, match=r"lacks \['lower'\]"):
+        read_codebook(book, names)
+
+
+def test_codebook_on_the_command_line(tmp_path, capsys):
+    data = _table_csv(tmp_path / "t.csv", _real_rows())
+    book = tmp_path / "codebook.csv"
+    book.write_text("name,lower,upper,fill\nage,14,80,\ntemp,-40,50,0\n")
+    code, out, err = _main([data, "--groups", "patient", "--codebook", book],
+                           capsys, tmp_path)
+    assert code == 0, err
+    code, _, err = _main([data, "--groups", "patient", "--codebook", book,
+                          "--bounds", "0,1"], capsys, tmp_path)
+    assert code == 1 and "either --bounds or --codebook" in err
+
+
+def test_warnings_name_the_columns():
+    names = ["age", "temp", "hours"]
+    assert name_features("the estimate of feature(s) [0, 2] lies", names) \
+        == "the estimate of feature(s) ['age', 'hours'] lies"
+    for message in ["feature(s) [3]", "feature(s) ['age']", "shape [0, 2]"]:
+        assert name_features(message, names) == message
+
+
+def test_the_csv_path_works_without_pandas(tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "pandas", None)  # import pandas fails
+    with pytest.raises(ImportError):
+        import pandas  # noqa: F401
+    table = np.zeros((2, 1))
+    assert _as_frame(table, ["a"]) is table
+    data = _table_csv(tmp_path / "t.csv", _real_rows())
+    code, out, err = _main([data, "--groups", "patient", "--bounds",
+                            "age=14:80,temp=-40:50"], capsys, tmp_path)
+    assert code == 0, err
+    assert "30 users" in out
