@@ -35,7 +35,7 @@ from .users._groups import check_groups_alignment
 from .users._aggregate import _means_by_code
 from .users._dask import dask_user_table as _dask_user_table
 from .users._dask import is_dask_collection
-from .utils._numeric import stable_norm
+from .utils._numeric import quiet_floating_point, stable_norm
 from .utils._random import make_seed_sequence
 from .utils._validation import check_bounds
 
@@ -384,6 +384,7 @@ class UserLevelMeanEstimator(UserLevelMixin, BaseEstimator):
         return resolve_user_codes(self, groups, n_samples, stacklevel=6)
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @quiet_floating_point
     def fit(self, X, y=None, *, groups=None):
         """Fit the private mean of the per-user means.
 

@@ -24,6 +24,7 @@ from ..mean._clip_noise import clip_noise_from_plan, plan_clip_noise
 from ..mechanisms._private_bounds import private_quantile
 from ..privacy import ZCDP, compose, split_for_public_bounds, split_zcdp
 from ..utils._docstrings import fill_doc
+from ..utils._numeric import quiet_floating_point
 from ..base import check_min_users
 from ..users._dask import is_dask_collection
 from ..utils._random import make_seed_sequence
@@ -694,6 +695,7 @@ class UserDPSGDRegressor(RegressorMixin, _BaseUserDPSGD):
         self.verbose = verbose
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @quiet_floating_point
     def fit(self, X, y, *, groups=None):
         """Fit the private linear model.
 
@@ -882,6 +884,7 @@ class UserDPSGDClassifier(ClassifierMixin, _BaseUserDPSGD):
             "data (a label held by a single user reveals that user).")
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @quiet_floating_point
     def fit(self, X, y, *, groups=None):
         """Fit the private classifier.
 

@@ -92,6 +92,7 @@ from ..privacy import (
 )
 from ..privacy._conversion import report_spend
 from ..utils._docstrings import fill_doc
+from ..utils._numeric import quiet_floating_point
 from ..utils._random import make_seed_sequence
 from ..base import check_min_users
 from ..users._dask import is_dask_collection
@@ -579,6 +580,7 @@ class UserDPLinearRegression(RegressorMixin, _UserDPLinearModel):
                        intercept=bool(self.fit_intercept), box=box)
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @quiet_floating_point
     def fit(self, X, y, *, groups=None):
         """Fit the private ridge regression.
 

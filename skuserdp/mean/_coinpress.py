@@ -263,8 +263,11 @@ def _clipped_distances(U, c, r, rows=None):
         else:  # gathered straight into the buffer, then shifted in place
             np.take(U, rows[start:start + _BLOCK_ROWS], axis=0, out=D)
             np.subtract(D, c, out=D)
-        np.multiply(D, D, out=D)
-        np.add.reduce(D, axis=1, out=out)
+        # a user beyond ~1e154 has an infinite squared distance, clipped to
+        # r like any far user (no warning: it would reveal that user)
+        with np.errstate(over="ignore"):
+            np.multiply(D, D, out=D)
+            np.add.reduce(D, axis=1, out=out)
         np.sqrt(out, out=out)
         np.minimum(out, r, out=out)
     return dist

@@ -38,6 +38,7 @@ from ..privacy._conversion import report_spend
 from ..users._dask import is_dask_collection
 from ..users._groups import check_groups_alignment
 from ..utils._docstrings import fill_doc
+from ..utils._numeric import quiet_floating_point
 from ._concentration import tau_bounded_rows
 from ._few_users import few_users_mean, user_radius
 from ._winsorized import _winsorized_mean, plan_winsorized_mean
@@ -277,6 +278,7 @@ class DiscreteDistributionEstimator(UserLevelMixin, BaseEstimator):
         return freqs, n_users, classes
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @quiet_floating_point
     def fit(self, X, y=None, *, groups=None):
         """Fit the private distribution of the classes.
 

@@ -49,6 +49,7 @@ from ..users import user_means
 from ..users._dask import refuse_dask
 from ..users._groups import check_groups_alignment
 from ..utils._docstrings import fill_doc
+from ..utils._numeric import quiet_floating_point
 from ..utils._random import generator_from, make_seed_sequence
 from ..utils._validation import check_positive_scalar
 
@@ -219,6 +220,7 @@ def _theorem6_horizon(n_candidates, alpha):
 
 
 @fill_doc
+@quiet_floating_point
 def private_selection(user_losses, *, epsilon, loss_bound, tau="auto",
                       samples_per_user=None, alpha=0.1, max_iter="auto",
                       cap_delta=1e-12, calibration="tight", random_state=None):
@@ -527,7 +529,9 @@ def _row_losses(estimator, X, y, loss, n_samples):
         pred = np.asarray(estimator.predict(X), dtype=np.float64)
         target = np.asarray(y, dtype=np.float64)
         diff = pred.reshape(n_samples, -1) - target.reshape(n_samples, -1)
-        return np.mean(diff * diff, axis=1)
+        # a huge row's loss overflows to inf (or NaN), projected onto B below
+        with np.errstate(over="ignore", invalid="ignore"):
+            return np.mean(diff * diff, axis=1)
     # log_loss: -log of the probability given to the true class (a label the
     # candidate does not know gets probability 0).
     proba = np.asarray(estimator.predict_proba(X), dtype=np.float64)
@@ -558,6 +562,7 @@ def _user_losses(candidates, X, y, groups, loss, loss_bound):
 
 
 @fill_doc
+@quiet_floating_point
 def select_model_privately(candidates, X, y, *, groups, epsilon, loss_bound,
                            loss="squared_error", samples_per_user=None,
                            tau="auto", alpha=0.1, calibration="tight",

@@ -32,6 +32,7 @@ from ..privacy import (
 )
 from ..users._dask import refuse_dask
 from ..users._groups import check_groups_alignment
+from ..utils._numeric import quiet_floating_point
 from ..utils._random import (
     charged_fit_seed,
     forget_fit_seeds,
@@ -283,6 +284,7 @@ class PrivateGridSearch(DelegatingMixin, UserLevelMixin, MetaEstimatorMixin,
                           gamma=TAU_GAMMA, rng=generator_from(seed))
         return min(tau, B), PureDP(eps_tau), rest.epsilon
 
+    @quiet_floating_point
     def fit(self, X, y=None, *, groups=None):
         """Fit every candidate on the training users and select privately.
 
