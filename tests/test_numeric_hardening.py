@@ -21,6 +21,7 @@ from skuserdp.mechanisms import encode_contributions
 import skuserdp.mechanisms._lattice as lattice
 from skuserdp.model_selection import private_selection, select_model_privately
 from skuserdp.privacy import (
+    BudgetAccountant,
     PureDP,
     ZCDP,
     compose_homogeneous,
@@ -319,3 +320,55 @@ def test_no_floating_point_warning_reveals_an_extreme_user(value, n_jobs):
         warnings.simplefilter("ignore")
         warnings.simplefilter("error", RuntimeWarning)
         _fits_with_one_extreme_user(value, n_jobs)
+
+
+# ------------------------------------------------ 8. spend within the request
+def _every_estimator(epsilon, delta):
+    from skuserdp.linear_model import UserDPLinearRegression, UserDPSGDRegressor
+    from skuserdp.mean import DiscreteDistributionEstimator, WinsorizedMeanEstimator
+    approx = delta if delta > 0 else 1e-6  # the estimators that need delta > 0
+    box = dict(epsilon=epsilon, delta=delta, bounds=(-3, 3), random_state=0)
+    return [
+        ClipNoiseMeanEstimator(**box),
+        ClipNoiseMeanEstimator(epsilon=epsilon, delta=delta, random_state=0),
+        CoinPressMeanEstimator(**{**box, "delta": approx}),
+        WinsorizedMeanEstimator(**box),
+        UserMeanEstimator(**box),
+        ThreadedClipNoiseEstimator(moment_bound=1.0, **box),
+        FewUsersBallEstimator(epsilon=epsilon, delta=approx, radius=3.0,
+                              random_state=0),
+        DiscreteDistributionEstimator(epsilon=epsilon, delta=approx, classes=[0, 1],
+                                      random_state=0),
+        UserDPLinearRegression(epsilon=epsilon, delta=approx, bounds=(-3, 3),
+                               target_bounds=(-3, 3), random_state=0),
+        UserDPSGDRegressor(epsilon=epsilon, delta=approx, bounds=(-3, 3),
+                           target_bounds=(-3, 3), random_state=0),
+    ]
+
+
+@pytest.mark.parametrize("delta", [0.0, 1e-6])
+@pytest.mark.parametrize("epsilon", [1e-11, 1e-9, 1e-5, 1 / 3, 1e3])
+def test_spend_never_exceeds_the_request(epsilon, delta):
+    # issue 26, finding 6: at epsilon = 1e-9 ThreadedClipNoiseEstimator
+    # reported epsilon_ = 1.0000000035e-9, so BudgetAccountant(1e-9) refused
+    # the estimator's own fit
+    X, g = _data(n_users=3000, d=3)
+    y = X[:, 0] - X[:, 1]
+    for est in _every_estimator(epsilon, delta):
+        if type(est).__name__ == "DiscreteDistributionEstimator":
+            args = ((X[:, :1] > 0).astype(int),)
+        else:
+            args = (X, y) if hasattr(est, "predict") else (X,)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                est.fit(*args, groups=g)
+            except ValueError as exc:  # a clear refusal, nothing released
+                assert ("bounds='auto'" in str(exc)  # too few users for a box
+                        or "too small to split" in str(exc)), str(exc)
+                continue
+        name = type(est).__name__
+        assert est.epsilon_ <= est.epsilon, name
+        assert est.delta_ <= est.delta, name
+        acc = BudgetAccountant(est.epsilon, est.delta)
+        acc.charge(est.privacy_loss_, label=name)  # within its own budget

@@ -82,15 +82,16 @@ class SelectionResult(NamedTuple):
     n_iterations : int
         Number of releases made. Data-independent (the stopping rule never
         looks at the data), so publishing it costs nothing.
-    privacy_loss : ApproxDP
+    privacy_loss : ApproxDP or PureDP
         ``(3ε₀, (1 + e^{3ε₀})(1 − γ)^max_iter)`` with ε₀ the per-release loss
-        (``<= ε/3``), so ``epsilon <= ε`` and ``delta <= cap_delta``.
+        (``<= ε/3``), so ``epsilon <= ε`` and ``delta <= cap_delta``;
+        ``PureDP(3ε₀)`` without a cap (``max_iter=None``).
     stop_probability : float
         γ = α/(5K).
     tau : float
         Concentration radius used (public).
-    max_iter : int
-        Cap ``L_max`` on the number of releases.
+    max_iter : int or None
+        Cap ``L_max`` on the number of releases (``None``: no cap).
     call_budget : PureDP
         Budget of every release (ε/3).
     plan : skuserdp.mean.WinsorizedPlan
@@ -274,10 +275,13 @@ def private_selection(user_losses, *, epsilon, loss_bound, tau="auto",
         expected number of releases ``5K/α`` must not exceed
         ``MAX_EXPECTED_RELEASES`` (10⁶), or a ``ValueError`` is raised
         before any work.
-    max_iter : int or "auto", default="auto"
+    max_iter : int, "auto" or None, default="auto"
         Cap on the number of releases. ``"auto"``: the smallest cap whose
         privacy cost ``(1 + e^ε)(1 − γ)^max_iter`` is at most ``cap_delta``;
-        an int whose cost exceeds ``cap_delta`` is an error.
+        an int whose cost exceeds ``cap_delta`` is an error. ``None``: no
+        cap, so the selection is pure ε-DP (δ = 0); the number of releases
+        is geometric with mean ``1/γ = 5K/alpha`` (more than ``t`` times the
+        mean with probability about ``e^{-t}``).
     cap_delta : float, default=1e-12
         Largest δ the cap may cost, in ``(0, 1)``.
     calibration : {"tight", "paper"}, default="tight"
@@ -366,7 +370,7 @@ def private_selection(user_losses, *, epsilon, loss_bound, tau="auto",
     call_budget = random_stopping_call_budget(epsilon)
     if isinstance(max_iter, str) and max_iter == "auto":
         max_iter = random_stopping_max_iter(epsilon, gamma, cap_delta)
-    else:
+    elif max_iter is not None:
         max_iter = _check_count(max_iter, "max_iter")
     horizon, ratio = _theorem6_horizon(n_candidates, alpha)
     # Tight plans fail their range step w.p. <= gamma/2 each: union over the
@@ -375,7 +379,7 @@ def private_selection(user_losses, *, epsilon, loss_bound, tau="auto",
                                 budget=call_budget, gamma=2.0 / ratio,
                                 calibration=calibration)
     privacy_loss = random_stopping_privacy(plan.loss, gamma, max_iter)
-    if privacy_loss.delta > cap_delta:
+    if max_iter is not None and privacy_loss.delta > cap_delta:
         raise ValueError(
             f"max_iter={max_iter} caps the loop too early: it costs delta="
             f"{privacy_loss.delta:.3g} > cap_delta={cap_delta:g}. Use "
@@ -401,7 +405,9 @@ def private_selection(user_losses, *, epsilon, loss_bound, tau="auto",
 
     control_seed, release_seed = make_seed_sequence(random_state).spawn(2)
     rng = generator_from(control_seed)
-    n_iterations = min(int(rng.geometric(gamma)), max_iter)
+    n_iterations = int(rng.geometric(gamma))
+    if max_iter is not None:
+        n_iterations = min(n_iterations, max_iter)
     best = (math.inf, n_candidates)
     for _ in range(n_iterations):
         j = int(rng.integers(n_candidates))

@@ -49,6 +49,9 @@ __all__ = ["PrivateGridSearch"]
 MIN_PART_USERS = 2
 #: failure probability of the private tau of the selection (OUR CHOICE)
 TAU_GAMMA = 0.01
+#: largest δ the selection's loop cap costs (never more than the search's δ;
+#: with delta = 0 the loop is not capped and the selection is pure DP)
+SELECTION_CAP_DELTA = 1e-12
 
 
 def _mean_squared_distance(estimator, X, y):
@@ -92,7 +95,9 @@ class PrivateGridSearch(DelegatingMixin, UserLevelMixin, MetaEstimatorMixin,
         Total ε of the search, ``> 0``.
     delta : float, default=1e-6
         Total δ of the search, in ``[0, 1)``. The selection itself is pure
-        ε-DP up to its loop cap's δ (≤ ``min(delta, 1e-12)``).
+        ε-DP up to its loop cap's δ (≤ ``min(delta, 1e-12)``); with
+        ``delta=0`` its loop is not capped and the whole search is pure
+        ε-DP (``delta_ == 0``).
     loss_bound : float, default=None
         Public bound ``B`` on a row's loss (it is clipped to ``[0, B]``): for
         a regressor, about the squared range of ``y``; for a mean estimator,
@@ -369,9 +374,13 @@ class PrivateGridSearch(DelegatingMixin, UserLevelMixin, MetaEstimatorMixin,
         table = _user_losses(candidates, take(X_arr, val_rows), take(y, val_rows),
                              g[val_rows], self._loss(), float(self.loss_bound))
         tau, tau_loss, eps_select = self._selection_tau(table, tau_seed)
+        # delta = 0: an uncapped loop, pure DP; otherwise the cap's δ is at
+        # most min(delta, 1e-12)
         result = private_selection(
             table.T, epsilon=eps_select, loss_bound=self.loss_bound, tau=tau,
             samples_per_user=self.samples_per_user, alpha=self.alpha,
+            max_iter=None if self.delta == 0 else "auto",
+            cap_delta=min(self.delta, SELECTION_CAP_DELTA) or SELECTION_CAP_DELTA,
             random_state=select_seed)
         best = candidates[result.index]
         selection = (result.privacy_loss if tau_loss is None

@@ -423,7 +423,15 @@ def split_zcdp(epsilon, delta, share):
         raise ValueError(f"share must be in (0, 1), got {share!r}.")
     rho = zcdp_rho_for(epsilon, delta)
     first = share * rho
-    return ZCDP(first), zcdp_to_approx_dp(rho - first, delta).epsilon
+    rest = zcdp_to_approx_dp(rho - first, delta).epsilon
+    if not rest > 0:
+        # a ρ this small is (0, δ)-DP: no (ε' > 0, δ) target expresses it
+        raise ValueError(
+            f"epsilon={epsilon!r} is too small to split at delta={delta!r}: the "
+            f"rest of the budget after a {share:g} share is (0, delta)-DP, which "
+            "leaves no epsilon for the release. Use a larger epsilon (or "
+            "delta=0).")
+    return ZCDP(first), rest
 
 
 def split_zcdp_shares(budget, shares):

@@ -132,18 +132,23 @@ def pure_to_approx_dp(epsilon):
     return ApproxDP(_as_eps(epsilon), 0.0)
 
 
+# ln(1 − 1/α) = −ln(1 + 1/(α − 1)) and ln α = ln(1 + (α − 1)) are computed with
+# log1p: for large α, ln(am1/α) would lose all but ~1e-16 absolute, which is
+# 1e-7 of an ε near 1e-9 and made the conversion non-monotone in ρ there (a
+# smaller ρ reported a larger ε, above the budget it was calibrated for).
 def _eps_at_order(rho, log_inv_delta, log_am1):
     # ε(α) = αρ + (ln(1/δ) − ln α)/(α − 1) + ln(1 − 1/α)        [CKS20, Cor. 13]
     am1 = math.exp(log_am1)
     alpha = 1.0 + am1
-    return alpha * rho + (log_inv_delta - math.log(alpha)) / am1 + math.log(am1 / alpha)
+    return (alpha * rho + (log_inv_delta - math.log1p(am1)) / am1
+            - math.log1p(1.0 / am1))
 
 
 def _log_delta_at_order(rho, eps, log_am1):
     # ln δ(α) = (α−1)(αρ − ε) − ln(α − 1) + α ln(1 − 1/α)       [CKS20, Cor. 13]
     am1 = math.exp(log_am1)
     alpha = 1.0 + am1
-    return am1 * (alpha * rho - eps) - log_am1 + alpha * math.log(am1 / alpha)
+    return am1 * (alpha * rho - eps) - log_am1 - alpha * math.log1p(1.0 / am1)
 
 
 def _minimise_over_orders(fun):
@@ -198,8 +203,8 @@ def rdp_curve_epsilon(curve, delta):
     def eps_at(log_am1):
         am1 = math.exp(log_am1)
         alpha = 1.0 + am1
-        return (curve(alpha) + (log_inv_delta - math.log(alpha)) / am1
-                + math.log(am1 / alpha))
+        return (curve(alpha) + (log_inv_delta - math.log1p(am1)) / am1
+                - math.log1p(1.0 / am1))
 
     eps, _ = _minimise_over_orders(eps_at)
     return max(eps, 0.0)
@@ -321,8 +326,12 @@ def _rho_for(epsilon, delta, method):
     log_inv_delta = -math.log(delta) if 0 < delta < 1 else None
     if log_inv_delta is None:
         raise ValueError(f"delta must be in (0, 1), got {delta!r}.")
+    # Bun–Steinke's ρ = (√(ε + L) − √L)², written without the cancellation
+    # that cost it all precision at tiny ε (ε = 1e-11: 1e-3 relative).
+    rho_bs = (epsilon / (math.sqrt(epsilon + log_inv_delta)
+                         + math.sqrt(log_inv_delta))) ** 2
     if method == "bun_steinke":
-        rho = (math.sqrt(epsilon + log_inv_delta) - math.sqrt(log_inv_delta)) ** 2
+        rho = rho_bs
         while rho > 0 and zcdp_to_approx_dp(rho, delta, method=method).epsilon > (
             epsilon
         ):
@@ -334,8 +343,11 @@ def _rho_for(epsilon, delta, method):
     def eps_of(r):
         return zcdp_to_approx_dp(r, delta, method="optimal").epsilon
 
-    # Bun–Steinke's ρ is feasible for the (tighter) optimal conversion.
-    lo = (math.sqrt(epsilon + log_inv_delta) - math.sqrt(log_inv_delta)) ** 2
+    # Bun–Steinke's ρ is feasible for the (tighter) optimal conversion (in
+    # exact arithmetic; checked, as the bisection keeps lo feasible).
+    lo = rho_bs
+    while lo > 0 and eps_of(lo) > epsilon:
+        lo *= 1.0 - 1e-9
     hi = 2 * lo
     while eps_of(hi) <= epsilon:
         lo, hi = hi, 2 * hi

@@ -172,6 +172,22 @@ def test_rho_for_is_feasible_and_nearly_largest():
         zcdp_rho_for(1.0, 1e-6, method="nope")
 
 
+@pytest.mark.parametrize("method", ["optimal", "bun_steinke"])
+def test_rho_for_is_feasible_and_conversion_monotone_at_tiny_epsilon(method):
+    # issue 26, finding 6: at eps = 1e-9 ln(1 - 1/alpha) lost all but 1e-16
+    # absolute (1e-7 of eps), so a slightly smaller rho (the noise rounded
+    # up) reported an eps above the request; at eps = 1e-11 Bun-Steinke's
+    # closed form lost 1e-3 to cancellation and the bisection started from
+    # an infeasible rho
+    for eps in np.geomspace(1e-13, 1e3, 33):
+        for delta in (1e-15, 1e-12, 1e-6, 1e-2, 0.5):
+            rho = zcdp_rho_for(eps, delta, method=method)
+            assert rho > 0
+            for factor in np.linspace(1 - 1e-6, 1.0, 7):
+                got = zcdp_to_approx_dp(rho * factor, delta, method=method).epsilon
+                assert got <= eps, (eps, delta, factor)
+
+
 def test_conversion_bad_inputs():
     with pytest.raises(ValueError):
         zcdp_to_approx_dp(0.1, 0.0)
