@@ -251,7 +251,9 @@ def _clipped_distances(U, c, r, rows=None):
     """``np.minimum(np.linalg.norm(U - c, axis=1), r)[:, None]`` (of the
     rows ``rows`` of ``U`` when given), computed block by block: the same
     values (``linalg.norm`` is ``sqrt(add.reduce(x * x, axis=1))``, row by
-    row) without an ``n × d`` temporary."""
+    row) without an ``n × d`` temporary. A square that overflows (a user's
+    mean near the float64 range) is an infinite distance, clipped to ``r``:
+    silently (a warning would depend on the data)."""
     n, d = U.shape if rows is None else (rows.size, U.shape[1])
     dist = np.empty((n, 1))
     buffer = np.empty((min(n, _BLOCK_ROWS), d))
@@ -263,8 +265,9 @@ def _clipped_distances(U, c, r, rows=None):
         else:  # gathered straight into the buffer, then shifted in place
             np.take(U, rows[start:start + _BLOCK_ROWS], axis=0, out=D)
             np.subtract(D, c, out=D)
-        np.multiply(D, D, out=D)
-        np.add.reduce(D, axis=1, out=out)
+        with np.errstate(over="ignore"):
+            np.multiply(D, D, out=D)
+            np.add.reduce(D, axis=1, out=out)
         np.sqrt(out, out=out)
         np.minimum(out, r, out=out)
     return dist
