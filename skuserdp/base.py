@@ -37,7 +37,7 @@ from .users._dask import dask_user_table as _dask_user_table
 from .users._dask import is_dask_collection
 from .utils._numeric import stable_norm
 from .utils._random import make_seed_sequence
-from .utils._validation import check_bounds
+from .utils._validation import check_bounds, validate_rows
 
 #: above this bound on the failure probability of a private median,
 #: ``bounds="auto"`` warns that the learned box may miss the data
@@ -372,7 +372,7 @@ class UserLevelMeanEstimator(UserLevelMixin, BaseEstimator):
         """Validate X and groups; return (X, codes, n_users)."""
         _check_not_sparse(X)
         check_groups_alignment(groups, X)
-        X = validate_data(self, X, dtype=np.float64, order="C")
+        X = validate_rows(self, X, dtype=np.float64, order="C")
         codes, n_users = self._resolve_groups(y, groups, X.shape[0])
         return X, codes, n_users
 
@@ -564,7 +564,7 @@ class UserLevelMeanEstimator(UserLevelMixin, BaseEstimator):
             return -float(np.sum((self.mean_ - target) ** 2))
         _check_not_sparse(X)
         check_groups_alignment(groups, X)
-        X = validate_data(self, X, reset=False, dtype=np.float64, order="C")
+        X = validate_rows(self, X, reset=False, dtype=np.float64, order="C")
         if groups is None:
             target = X.mean(axis=0)
         else:

@@ -35,9 +35,9 @@ from ..privacy import split_for_public_bounds
 from ..privacy._conversion import report_spend
 from ..users._aggregate import _means_by_code
 from ..users._dask import DaskPanel, is_dask_collection, refuse_dask
-from ..users._groups import check_groups_alignment
+from ..users._groups import check_groups_alignment, check_y_alignment
 from ..utils._random import make_seed_sequence
-from ..utils._validation import check_bounds
+from ..utils._validation import check_bounds, validate_rows
 
 __all__ = ["project_rows", "user_averaging_matrix"]
 
@@ -209,7 +209,8 @@ class _UserDPLinearModel(UserLevelMixin, BaseEstimator):
         refuse_dask(type(self).__name__, X, y, groups)
         _check_not_sparse(X)
         check_groups_alignment(groups, X)
-        X, y = validate_data(self, X, y, dtype=np.float64, order="C",
+        check_y_alignment(y, X)
+        X, y = validate_rows(self, X, y, dtype=np.float64, order="C",
                              y_numeric=y_numeric, multi_output=False)
         codes, n_users = resolve_user_codes(self, groups, X.shape[0],
                                             stacklevel=stacklevel)
@@ -320,7 +321,7 @@ class _UserDPLinearModel(UserLevelMixin, BaseEstimator):
                 "X.map_partitions(est.predict) or "
                 "X.map_blocks(est.predict, drop_axis=1).")
         _check_not_sparse(X)
-        X = validate_data(self, X, reset=False, dtype=np.float64, order="C")
+        X = validate_rows(self, X, reset=False, dtype=np.float64, order="C")
         X = np.clip(X, *self.bounds_)
         coef = np.atleast_2d(self.coef_)
         return X @ coef.T + self.intercept_

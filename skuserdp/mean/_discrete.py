@@ -25,7 +25,6 @@ import math
 import numpy as np
 from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils._param_validation import Integral, Interval, Real, StrOptions
-from sklearn.utils.validation import validate_data
 
 from ..base import (
     UserLevelMeanEstimator,
@@ -38,6 +37,7 @@ from ..privacy._conversion import report_spend
 from ..users._dask import is_dask_collection
 from ..users._groups import check_groups_alignment
 from ..utils._docstrings import fill_doc
+from ..utils._validation import validate_rows
 from ._concentration import tau_bounded_rows
 from ._few_users import few_users_mean, user_radius
 from ._winsorized import _winsorized_mean, plan_winsorized_mean
@@ -267,7 +267,7 @@ class DiscreteDistributionEstimator(UserLevelMixin, BaseEstimator):
                 "X.reshape(-1, 1) (or series.to_frame() for a pandas Series)."
             )
         check_groups_alignment(groups, X)
-        X = validate_data(self, X, dtype=None, ensure_all_finite=False)
+        X = validate_rows(self, X, dtype=None, finite=False)
         classes = self._check_classes()
         self._check_column(X.shape[1], X.dtype, classes)
         codes, n_users = self._resolve_groups(y, groups, X.shape[0])

@@ -33,6 +33,7 @@ from ..privacy import (
 from ..users._dask import refuse_dask
 from ..users._groups import check_groups_alignment
 from ..utils._random import generator_from, make_seed_sequence
+from ..utils._validation import validate_rows
 from ._delegation import DelegatingMixin
 from ._private_selection import _user_losses, private_selection
 
@@ -48,7 +49,9 @@ def _mean_squared_distance(estimator, X, y):
     """Per-row loss of a mean estimator: ``‖mean_ − x‖²`` (the user's
     average is ``‖mean_ − x̄_u‖²`` plus the user's own spread, which is the
     same for every candidate)."""
-    diff = np.asarray(X, dtype=np.float64) - estimator.mean_
+    # (as the estimator's fit would: finite numbers, no data value in messages)
+    X = validate_rows(estimator, X, reset=False, dtype=np.float64)
+    diff = X - estimator.mean_
     return np.einsum("ij,ij->i", diff, diff)
 
 

@@ -262,3 +262,17 @@ def test_mixed_type_ids_in_a_list_stay_distinct():
     # a list of strings only keeps NumPy's fast path
     assert check_groups(["b", "a", "b"], 3)[1].dtype.kind == "U"
 
+
+def test_pandas_y_with_another_index_than_x_is_refused():
+    import pandas as pd
+    from skuserdp.linear_model import UserDPLinearRegression
+    from skuserdp.users._groups import check_y_alignment
+    X = pd.DataFrame({"a": np.arange(6.0)})
+    y = pd.Series(np.arange(6.0), index=X.index[::-1])
+    with pytest.raises(ValueError, match="y is a pandas Series whose index"):
+        check_y_alignment(y, X)
+    check_y_alignment(y.reset_index(drop=True), X)
+    check_y_alignment(y.to_numpy(), X)
+    with pytest.raises(ValueError, match="y is a pandas Series whose index"):
+        UserDPLinearRegression(bounds=(0, 6), target_bounds=(0, 6)).fit(
+            X, y, groups=np.arange(6) % 3)
