@@ -37,7 +37,7 @@ from .users._dask import dask_user_table as _dask_user_table
 from .users._dask import is_dask_collection
 from .utils._numeric import stable_norm
 from .utils._random import make_seed_sequence
-from .utils._validation import check_bounds, validate_rows
+from .utils._validation import check_bounds, feature_labels, validate_rows
 
 #: above this bound on the failure probability of a private median,
 #: ``bounds="auto"`` warns that the learned box may miss the data
@@ -204,7 +204,8 @@ def dask_user_table(estimator, X, y, groups, *, classes=None, check_meta=None,
     return table, meta
 
 
-def learn_box(name, U, release_epsilon, random_state, stacklevel=5):
+def learn_box(name, U, release_epsilon, random_state, stacklevel=5,
+              feature_names=None):
     """``bounds="auto"``: the private box of the columns of ``U`` (one row per
     user), with the warnings a user needs.
 
@@ -215,7 +216,8 @@ def learn_box(name, U, release_epsilon, random_state, stacklevel=5):
     would be garbage: refuse rather than return it); an
     :class:`~skuserdp.exceptions.AccuracyWarning` when it exceeds 5 %, and
     when a learned box is flat (a value shared by most users, e.g. a rare
-    binary feature).
+    binary feature). ``feature_names`` (one per column of ``U``) name the
+    columns in the messages.
     """
     n, d = U.shape
     fail = min(1.0, d * max(bounds_failure_probability(n, release_epsilon)))
@@ -245,9 +247,9 @@ def learn_box(name, U, release_epsilon, random_state, stacklevel=5):
     if flat.size:
         warnings.warn(
             f"{name}: bounds='auto' learned a flat box for column(s) "
-            f"{flat[:10].tolist()}: most users share one value there (e.g. a rare "
-            "binary feature), and the others are clipped to it. Declare their "
-            "bounds (for a 0/1 feature: (0, 1)).", AccuracyWarning,
+            f"{feature_labels(flat, feature_names)}: most users share one value "
+            "there (e.g. a rare binary feature), and the others are clipped to "
+            "it. Declare their bounds (for a 0/1 feature: (0, 1)).", AccuracyWarning,
             stacklevel=stacklevel)
     return lower, upper
 
@@ -447,8 +449,9 @@ class UserLevelMeanEstimator(UserLevelMixin, BaseEstimator):
         self._prepare(n, d)
         if not self._needs_bounds():
             return FitBudget(self.epsilon, self.delta, random_state=self.random_state)
+        names = getattr(self, "feature_names_in_", None)
         if not (isinstance(self.bounds, str) and self.bounds == "auto"):
-            lower, upper = check_bounds(self.bounds, d)
+            lower, upper = check_bounds(self.bounds, d, feature_names=names)
             return FitBudget(self.epsilon, self.delta, lower, upper, self.random_state)
         zcdp = self._zcdp_accounting(n, d)
         share = self.bounds_share
@@ -458,7 +461,8 @@ class UserLevelMeanEstimator(UserLevelMixin, BaseEstimator):
             self.epsilon, self.delta, share, 2 * d, zcdp=zcdp,
             approx=self._approx_bounds_accounting())
         seed_bounds, seed_rest = make_seed_sequence(self.random_state).spawn(2)
-        lower, upper = learn_box(type(self).__name__, U, eps0, seed_bounds)
+        lower, upper = learn_box(type(self).__name__, U, eps0, seed_bounds,
+                                 feature_names=names)
         return FitBudget(rest_eps, rest_delta, lower, upper, seed_rest, loss,
                          self.delta)
 
@@ -477,7 +481,8 @@ class UserLevelMeanEstimator(UserLevelMixin, BaseEstimator):
         if edge.size:
             warnings.warn(
                 f"{type(self).__name__}: the estimate of feature(s) "
-                f"{edge[:10].tolist()} lies on or outside the public box "
+                f"{feature_labels(edge, getattr(self, 'feature_names_in_', None))} "
+                "lies on or outside the public box "
                 f"bounds_: the users' means are probably clipped there and the "
                 "estimate is biased. Check bounds (in the units of X)"
                 + (" or use bounds='auto'." if not isinstance(self.bounds, str)

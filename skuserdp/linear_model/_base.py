@@ -266,8 +266,9 @@ class _UserDPLinearModel(UserLevelMixin, BaseEstimator):
         regress = target_bounds is not None
         auto_x = isinstance(self.bounds, str)
         auto_y = regress and isinstance(target_bounds, str)
+        names = getattr(self, "feature_names_in_", None)
         if not auto_x:
-            lower, upper = check_bounds(self.bounds, p)
+            lower, upper = check_bounds(self.bounds, p, feature_names=names)
         if regress and not auto_y:
             yl, yu = check_bounds(target_bounds, 1, name="target_bounds")
             y_box = (float(yl[0]), float(yu[0]))
@@ -282,8 +283,11 @@ class _UserDPLinearModel(UserLevelMixin, BaseEstimator):
         eps0, loss, eps_rest, _ = split_for_public_bounds(
             self.epsilon, self.delta, share, 2 * k, zcdp=zcdp)
         seed_bounds, seed_rest = make_seed_sequence(self.random_state).spawn(2)
+        # the columns of the learned box: the features', then the target's
+        columns = (list(range(p) if names is None else names) if auto_x else [])
         lo, hi = learn_box(type(self).__name__, user_columns(auto_x, auto_y), eps0,
-                           seed_bounds, stacklevel=5)
+                           seed_bounds, stacklevel=5,
+                           feature_names=columns + (["y"] if auto_y else []))
         if auto_x:
             lower, upper = lo[:p], hi[:p]
         if auto_y:

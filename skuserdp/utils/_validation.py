@@ -307,7 +307,7 @@ def check_bound(bound, n_features):
     return b
 
 
-def check_bounds(bounds, n_features, name="bounds"):
+def check_bounds(bounds, n_features, name="bounds", feature_names=None):
     """Validate a public box ``(lower, upper)`` (scalars broadcast).
 
     Parameters
@@ -319,6 +319,9 @@ def check_bounds(bounds, n_features, name="bounds"):
         Number of features of ``X``.
     name : str, default="bounds"
         Parameter name used in error messages.
+    feature_names : sequence or None, default=None
+        The names of the features, for the messages (e.g.
+        ``feature_names_in_``).
 
     Returns
     -------
@@ -350,7 +353,7 @@ def check_bounds(bounds, n_features, name="bounds"):
     if not (np.isfinite(lower).all() and np.isfinite(upper).all()):
         raise ValueError(f"{name} must be finite.")
     if not (lower < upper).all():
-        bad = np.flatnonzero(~(lower < upper))[:10].tolist()
+        bad = feature_labels(np.flatnonzero(~(lower < upper)), feature_names)
         raise ValueError(f"{name}: lower < upper is needed in every feature; "
                          f"it fails for feature(s) {bad}.")
     return lower, upper
