@@ -26,6 +26,7 @@ from ..privacy import ZCDP, compose, split_for_public_bounds, split_zcdp
 from ..utils._docstrings import fill_doc
 from ..base import check_min_users
 from ..users._dask import is_dask_collection
+from ..users._groups import _has_missing
 from ..utils._random import make_seed_sequence
 from ._base import (
     BOX_PARAMS_DOC,
@@ -873,6 +874,15 @@ class UserDPSGDClassifier(ClassifierMixin, _BaseUserDPSGD):
         other label."""
         if self.classes is not None:
             classes = np.unique(np.asarray(self.classes))
+            if classes.shape[0] < 2:
+                raise ValueError(
+                    f"{type(self).__name__} needs at least 2 classes; got "
+                    f"{classes.shape[0]} class.")
+            if _has_missing(classes):
+                raise ValueError(
+                    f"{type(self).__name__}: classes contains a missing value "
+                    "(None or NaN), which no label equals. Declare the public "
+                    "labels only.")
             if y is not None:
                 _label_codes(classes, y)
             return classes
@@ -907,10 +917,6 @@ class UserDPSGDClassifier(ClassifierMixin, _BaseUserDPSGD):
         if y is not None:  # in memory (Dask labels are checked in the partitions)
             check_classification_targets(y)
         classes = self._classes(y)
-        if classes.shape[0] < 2:
-            raise ValueError(
-                f"{type(self).__name__} needs at least 2 classes; got "
-                f"{classes.shape[0]} class.")
         self.classes_ = classes
         loss = get_loss("log_loss", n_classes=classes.shape[0])
         n_outputs = loss.n_outputs(classes.shape[0])

@@ -35,7 +35,7 @@ from ..base import (
 from ..privacy import ApproxDP
 from ..privacy._conversion import report_spend
 from ..users._dask import is_dask_collection
-from ..users._groups import check_groups_alignment
+from ..users._groups import _has_missing, check_groups_alignment
 from ..utils._docstrings import fill_doc
 from ..utils._validation import validate_rows
 from ._concentration import tau_bounded_rows
@@ -246,6 +246,11 @@ class DiscreteDistributionEstimator(UserLevelMixin, BaseEstimator):
         classes = np.asarray(self.classes)
         if classes.ndim != 1 or classes.size < 2:
             raise ValueError("classes must be a 1-d array-like of at least 2 labels.")
+        if _has_missing(classes):
+            raise ValueError(
+                "classes contains a missing value (None or NaN): no row equals "
+                "NaN, so that class would always be empty. Declare the public "
+                "categories only (rows outside them count as no class).")
         if len(set(classes.tolist())) != classes.size:
             raise ValueError("classes must not repeat a label.")
         return classes
@@ -267,9 +272,12 @@ class DiscreteDistributionEstimator(UserLevelMixin, BaseEstimator):
                 "X.reshape(-1, 1) (or series.to_frame() for a pandas Series)."
             )
         check_groups_alignment(groups, X)
+        # the column's own dtype (a pandas string column becomes object)
+        dtypes = getattr(X, "dtypes", None)
         X = validate_rows(self, X, dtype=None, finite=False)
         classes = self._check_classes()
-        self._check_column(X.shape[1], X.dtype, classes)
+        self._check_column(X.shape[1], X.dtype if dtypes is None or len(dtypes) != 1
+                           else dtypes.iloc[0], classes)
         codes, n_users = self._resolve_groups(y, groups, X.shape[0])
         freqs = _user_class_counts(X[:, 0], classes, codes, n_users)
         rows = np.bincount(codes, minlength=n_users)
