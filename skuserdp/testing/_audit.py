@@ -525,6 +525,11 @@ numpy.random.SeedSequence, default=0
             "needs to seed every run."
         )
     n_runs = _check_positive_int(n_runs, "n_runs", minimum=2)
+    if n_jobs is not None and (isinstance(n_jobs, bool)
+                               or not isinstance(n_jobs, numbers.Integral)
+                               or n_jobs == 0):
+        raise ValueError("n_jobs must be None, a positive int or a negative int "
+                         f"(-1 = all cores), got {n_jobs!r}.")
     alpha = _check_real(alpha, "alpha", 0.0, 1.0, low_open=True, high_open=True)
     if delta is not None:
         delta = _check_real(delta, "delta", 0.0, 1.0, low_open=False, high_open=True)
