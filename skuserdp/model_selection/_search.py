@@ -214,7 +214,7 @@ class PrivateGridSearch(DelegatingMixin, UserLevelMixin, MetaEstimatorMixin,
                 "PrivateGridSearch needs loss_bound=: a public bound on one row's "
                 "loss (e.g. the squared range of y, or the squared diameter of "
                 "the box of the rows), never read off the data.")
-        for name in ("epsilon",):
+        for name in ("epsilon", "loss_bound"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, numbers.Real) \
                     or not 0 < value < float("inf"):
