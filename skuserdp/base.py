@@ -37,7 +37,7 @@ from .users._dask import dask_user_table as _dask_user_table
 from .users._dask import is_dask_collection
 from .utils._numeric import quiet_floating_point, stable_norm
 from .utils._random import make_seed_sequence
-from .utils._validation import check_bounds
+from .utils._validation import check_bounds, feature_labels, validate_rows
 
 #: above this bound on the failure probability of a private median,
 #: ``bounds="auto"`` warns that the learned box may miss the data
@@ -204,7 +204,8 @@ def dask_user_table(estimator, X, y, groups, *, classes=None, check_meta=None,
     return table, meta
 
 
-def learn_box(name, U, release_epsilon, random_state, stacklevel=5):
+def learn_box(name, U, release_epsilon, random_state, stacklevel=5,
+              feature_names=None):
     """``bounds="auto"``: the private box of the columns of ``U`` (one row per
     user), with the warnings a user needs.
 
@@ -215,7 +216,8 @@ def learn_box(name, U, release_epsilon, random_state, stacklevel=5):
     would be garbage: refuse rather than return it); an
     :class:`~skuserdp.exceptions.AccuracyWarning` when it exceeds 5 %, and
     when a learned box is flat (a value shared by most users, e.g. a rare
-    binary feature).
+    binary feature). ``feature_names`` (one per column of ``U``) name the
+    columns in the messages.
     """
     n, d = U.shape
     fail = min(1.0, d * max(bounds_failure_probability(n, release_epsilon)))
@@ -245,9 +247,9 @@ def learn_box(name, U, release_epsilon, random_state, stacklevel=5):
     if flat.size:
         warnings.warn(
             f"{name}: bounds='auto' learned a flat box for column(s) "
-            f"{flat[:10].tolist()}: most users share one value there (e.g. a rare "
-            "binary feature), and the others are clipped to it. Declare their "
-            "bounds (for a 0/1 feature: (0, 1)).", AccuracyWarning,
+            f"{feature_labels(flat, feature_names)}: most users share one value "
+            "there (e.g. a rare binary feature), and the others are clipped to "
+            "it. Declare their bounds (for a 0/1 feature: (0, 1)).", AccuracyWarning,
             stacklevel=stacklevel)
     return lower, upper
 
@@ -372,7 +374,7 @@ class UserLevelMeanEstimator(UserLevelMixin, BaseEstimator):
         """Validate X and groups; return (X, codes, n_users)."""
         _check_not_sparse(X)
         check_groups_alignment(groups, X)
-        X = validate_data(self, X, dtype=np.float64, order="C")
+        X = validate_rows(self, X, dtype=np.float64, order="C")
         codes, n_users = self._resolve_groups(y, groups, X.shape[0])
         return X, codes, n_users
 
@@ -384,7 +386,6 @@ class UserLevelMeanEstimator(UserLevelMixin, BaseEstimator):
         return resolve_user_codes(self, groups, n_samples, stacklevel=6)
 
     @_fit_context(prefer_skip_nested_validation=True)
-    @quiet_floating_point
     def fit(self, X, y=None, *, groups=None):
         """Fit the private mean of the per-user means.
 
@@ -411,19 +412,20 @@ class UserLevelMeanEstimator(UserLevelMixin, BaseEstimator):
         self : object
             The fitted estimator.
         """
-        if is_dask_collection(X) or is_dask_collection(groups):
-            U = dask_user_table(self, X, y, groups)[0].means
-            n_users = U.shape[0]
-        else:
-            X, codes, n_users = self._validate_fit_input(X, y, groups)
-            U = _means_by_code(X, codes, n_users)[0]
-        budget = self._resolve_bounds(U)
-        mean, loss = self._fit_user_means(U, budget)
-        loss = budget.total_loss(loss)
-        self._set_fitted(mean, n_users, loss)
-        self._check_box(budget)
-        self._check_noise(budget)
-        return self
+        with quiet_floating_point():  # no warning may depend on the data
+            if is_dask_collection(X) or is_dask_collection(groups):
+                U = dask_user_table(self, X, y, groups)[0].means
+                n_users = U.shape[0]
+            else:
+                X, codes, n_users = self._validate_fit_input(X, y, groups)
+                U = _means_by_code(X, codes, n_users)[0]
+            budget = self._resolve_bounds(U)
+            mean, loss = self._fit_user_means(U, budget)
+            loss = budget.total_loss(loss)
+            self._set_fitted(mean, n_users, loss)
+            self._check_box(budget)
+            self._check_noise(budget)
+            return self
 
     def _prepare(self, n_users, n_features):
         """Hook run before the box is resolved (public values only)."""
@@ -448,8 +450,9 @@ class UserLevelMeanEstimator(UserLevelMixin, BaseEstimator):
         self._prepare(n, d)
         if not self._needs_bounds():
             return FitBudget(self.epsilon, self.delta, random_state=self.random_state)
+        names = getattr(self, "feature_names_in_", None)
         if not (isinstance(self.bounds, str) and self.bounds == "auto"):
-            lower, upper = check_bounds(self.bounds, d)
+            lower, upper = check_bounds(self.bounds, d, feature_names=names)
             return FitBudget(self.epsilon, self.delta, lower, upper, self.random_state)
         zcdp = self._zcdp_accounting(n, d)
         share = self.bounds_share
@@ -459,7 +462,8 @@ class UserLevelMeanEstimator(UserLevelMixin, BaseEstimator):
             self.epsilon, self.delta, share, 2 * d, zcdp=zcdp,
             approx=self._approx_bounds_accounting())
         seed_bounds, seed_rest = make_seed_sequence(self.random_state).spawn(2)
-        lower, upper = learn_box(type(self).__name__, U, eps0, seed_bounds)
+        lower, upper = learn_box(type(self).__name__, U, eps0, seed_bounds,
+                                 feature_names=names)
         return FitBudget(rest_eps, rest_delta, lower, upper, seed_rest, loss,
                          self.delta)
 
@@ -478,7 +482,8 @@ class UserLevelMeanEstimator(UserLevelMixin, BaseEstimator):
         if edge.size:
             warnings.warn(
                 f"{type(self).__name__}: the estimate of feature(s) "
-                f"{edge[:10].tolist()} lies on or outside the public box "
+                f"{feature_labels(edge, getattr(self, 'feature_names_in_', None))} "
+                "lies on or outside the public box "
                 f"bounds_: the users' means are probably clipped there and the "
                 "estimate is biased. Check bounds (in the units of X)"
                 + (" or use bounds='auto'." if not isinstance(self.bounds, str)
@@ -565,7 +570,7 @@ class UserLevelMeanEstimator(UserLevelMixin, BaseEstimator):
             return -float(np.sum((self.mean_ - target) ** 2))
         _check_not_sparse(X)
         check_groups_alignment(groups, X)
-        X = validate_data(self, X, reset=False, dtype=np.float64, order="C")
+        X = validate_rows(self, X, reset=False, dtype=np.float64, order="C")
         if groups is None:
             target = X.mean(axis=0)
         else:

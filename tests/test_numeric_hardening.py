@@ -365,7 +365,7 @@ def test_spend_never_exceeds_the_request(epsilon, delta):
                 est.fit(*args, groups=g)
             except ValueError as exc:  # a clear refusal, nothing released
                 assert ("bounds='auto'" in str(exc)  # too few users for a box
-                        or "too small to split" in str(exc)), str(exc)
+                        or "too small for delta" in str(exc)), str(exc)
                 continue
         name = type(est).__name__
         assert est.epsilon_ <= est.epsilon, name

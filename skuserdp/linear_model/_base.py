@@ -35,9 +35,9 @@ from ..privacy import split_for_public_bounds
 from ..privacy._conversion import report_spend
 from ..users._aggregate import _means_by_code
 from ..users._dask import DaskPanel, is_dask_collection, refuse_dask
-from ..users._groups import check_groups_alignment
+from ..users._groups import check_groups_alignment, check_y_alignment
 from ..utils._random import make_seed_sequence
-from ..utils._validation import check_bounds
+from ..utils._validation import check_bounds, validate_rows
 
 __all__ = ["project_rows", "user_averaging_matrix"]
 
@@ -209,7 +209,8 @@ class _UserDPLinearModel(UserLevelMixin, BaseEstimator):
         refuse_dask(type(self).__name__, X, y, groups)
         _check_not_sparse(X)
         check_groups_alignment(groups, X)
-        X, y = validate_data(self, X, y, dtype=np.float64, order="C",
+        check_y_alignment(y, X)
+        X, y = validate_rows(self, X, y, dtype=np.float64, order="C",
                              y_numeric=y_numeric, multi_output=False)
         codes, n_users = resolve_user_codes(self, groups, X.shape[0],
                                             stacklevel=stacklevel)
@@ -265,8 +266,9 @@ class _UserDPLinearModel(UserLevelMixin, BaseEstimator):
         regress = target_bounds is not None
         auto_x = isinstance(self.bounds, str)
         auto_y = regress and isinstance(target_bounds, str)
+        names = getattr(self, "feature_names_in_", None)
         if not auto_x:
-            lower, upper = check_bounds(self.bounds, p)
+            lower, upper = check_bounds(self.bounds, p, feature_names=names)
         if regress and not auto_y:
             yl, yu = check_bounds(target_bounds, 1, name="target_bounds")
             y_box = (float(yl[0]), float(yu[0]))
@@ -281,8 +283,11 @@ class _UserDPLinearModel(UserLevelMixin, BaseEstimator):
         eps0, loss, eps_rest, _ = split_for_public_bounds(
             self.epsilon, self.delta, share, 2 * k, zcdp=zcdp)
         seed_bounds, seed_rest = make_seed_sequence(self.random_state).spawn(2)
+        # the columns of the learned box: the features', then the target's
+        columns = (list(range(p) if names is None else names) if auto_x else [])
         lo, hi = learn_box(type(self).__name__, user_columns(auto_x, auto_y), eps0,
-                           seed_bounds, stacklevel=5)
+                           seed_bounds, stacklevel=5,
+                           feature_names=columns + (["y"] if auto_y else []))
         if auto_x:
             lower, upper = lo[:p], hi[:p]
         if auto_y:
@@ -320,7 +325,7 @@ class _UserDPLinearModel(UserLevelMixin, BaseEstimator):
                 "X.map_partitions(est.predict) or "
                 "X.map_blocks(est.predict, drop_axis=1).")
         _check_not_sparse(X)
-        X = validate_data(self, X, reset=False, dtype=np.float64, order="C")
+        X = validate_rows(self, X, reset=False, dtype=np.float64, order="C")
         X = np.clip(X, *self.bounds_)
         coef = np.atleast_2d(self.coef_)
         return X @ coef.T + self.intercept_

@@ -27,6 +27,7 @@ from ..utils._docstrings import fill_doc
 from ..utils._numeric import quiet_floating_point
 from ..base import check_min_users
 from ..users._dask import is_dask_collection
+from ..users._groups import _has_missing
 from ..utils._random import make_seed_sequence
 from ._base import (
     BOX_PARAMS_DOC,
@@ -695,7 +696,6 @@ class UserDPSGDRegressor(RegressorMixin, _BaseUserDPSGD):
         self.verbose = verbose
 
     @_fit_context(prefer_skip_nested_validation=True)
-    @quiet_floating_point
     def fit(self, X, y, *, groups=None):
         """Fit the private linear model.
 
@@ -717,15 +717,16 @@ class UserDPSGDRegressor(RegressorMixin, _BaseUserDPSGD):
         self : object
             The fitted estimator.
         """
-        rows, _ = self._rows(X, y, groups)
+        with quiet_floating_point():  # no warning may depend on the data
+            rows, _ = self._rows(X, y, groups)
 
-        def make_loss(y_half):  # the Huber threshold in box units of y
-            return get_loss(self.loss, huber_delta=self.huber_delta / y_half)
+            def make_loss(y_half):  # the Huber threshold in box units of y
+                return get_loss(self.loss, huber_delta=self.huber_delta / y_half)
 
-        coef, intercept = self._fit_model(make_loss, rows, 1, self.target_bounds)
-        self.coef_ = coef[0]
-        self.intercept_ = float(intercept[0])
-        return self
+            coef, intercept = self._fit_model(make_loss, rows, 1, self.target_bounds)
+            self.coef_ = coef[0]
+            self.intercept_ = float(intercept[0])
+            return self
 
     def predict(self, X):
         """Predict with the private model (rows projected onto the feature ball).
@@ -875,6 +876,15 @@ class UserDPSGDClassifier(ClassifierMixin, _BaseUserDPSGD):
         other label."""
         if self.classes is not None:
             classes = np.unique(np.asarray(self.classes))
+            if classes.shape[0] < 2:
+                raise ValueError(
+                    f"{type(self).__name__} needs at least 2 classes; got "
+                    f"{classes.shape[0]} class.")
+            if _has_missing(classes):
+                raise ValueError(
+                    f"{type(self).__name__}: classes contains a missing value "
+                    "(None or NaN), which no label equals. Declare the public "
+                    "labels only.")
             if y is not None:
                 _label_codes(classes, y)
             return classes
@@ -884,7 +894,6 @@ class UserDPSGDClassifier(ClassifierMixin, _BaseUserDPSGD):
             "data (a label held by a single user reveals that user).")
 
     @_fit_context(prefer_skip_nested_validation=True)
-    @quiet_floating_point
     def fit(self, X, y, *, groups=None):
         """Fit the private classifier.
 
@@ -906,22 +915,20 @@ class UserDPSGDClassifier(ClassifierMixin, _BaseUserDPSGD):
         self : object
             The fitted estimator.
         """
-        rows, y = self._rows(X, y, groups, y_numeric=False)
-        if y is not None:  # in memory (Dask labels are checked in the partitions)
-            check_classification_targets(y)
-        classes = self._classes(y)
-        if classes.shape[0] < 2:
-            raise ValueError(
-                f"{type(self).__name__} needs at least 2 classes; got "
-                f"{classes.shape[0]} class.")
-        self.classes_ = classes
-        loss = get_loss("log_loss", n_classes=classes.shape[0])
-        n_outputs = loss.n_outputs(classes.shape[0])
-        if y is not None:
-            rows = InMemoryRows(rows.X, _label_codes(classes, y), rows.codes,
-                                rows.n_users)
-        self.coef_, self.intercept_ = self._fit_model(lambda _: loss, rows, n_outputs)
-        return self
+        with quiet_floating_point():  # no warning may depend on the data
+            rows, y = self._rows(X, y, groups, y_numeric=False)
+            if y is not None:  # in memory (Dask labels are checked in the partitions)
+                check_classification_targets(y)
+            classes = self._classes(y)
+            self.classes_ = classes
+            loss = get_loss("log_loss", n_classes=classes.shape[0])
+            n_outputs = loss.n_outputs(classes.shape[0])
+            if y is not None:
+                rows = InMemoryRows(rows.X, _label_codes(classes, y), rows.codes,
+                                    rows.n_users)
+            self.coef_, self.intercept_ = self._fit_model(lambda _: loss, rows,
+                                                          n_outputs)
+            return self
 
     def decision_function(self, X):
         """Confidence scores (rows projected onto the feature ball).

@@ -580,7 +580,6 @@ class UserDPLinearRegression(RegressorMixin, _UserDPLinearModel):
                        intercept=bool(self.fit_intercept), box=box)
 
     @_fit_context(prefer_skip_nested_validation=True)
-    @quiet_floating_point
     def fit(self, X, y, *, groups=None):
         """Fit the private ridge regression.
 
@@ -602,88 +601,90 @@ class UserDPLinearRegression(RegressorMixin, _UserDPLinearModel):
         self : object
             The fitted estimator.
         """
-        if any(is_dask_collection(v) for v in (X, y, groups)):
-            # one pass over the partitions per table (the users' means for a
-            # learned box, then the statistics), see skuserdp.users._dask
-            panel = self._dask_panel(X, y, groups)
-            n_features = panel.n_features
-            user_columns = dask_user_columns(panel, check=lambda t: check_min_users(
-                self, t.means.shape[0], int(t.counts.sum())))
+        with quiet_floating_point():  # no warning may depend on the data
+            if any(is_dask_collection(v) for v in (X, y, groups)):
+                # one pass over the partitions per table (the users' means for a
+                # learned box, then the statistics), see skuserdp.users._dask
+                panel = self._dask_panel(X, y, groups)
+                n_features = panel.n_features
+                user_columns = dask_user_columns(panel, check=lambda t: check_min_users(
+                    self, t.means.shape[0], int(t.counts.sum())))
 
-            def user_statistics(box):
-                _, V, counts = panel.user_statistics(self._user_statistics(box))
-                check_min_users(self, V.shape[0], int(counts.sum()))
-                return V
-        else:
-            X, y, codes, n_users = self._validate_supervised(X, y, groups)
-            n_features = X.shape[1]
-            user_columns = in_memory_user_columns(X, y, codes, n_users)
+                def user_statistics(box):
+                    _, V, counts = panel.user_statistics(self._user_statistics(box))
+                    check_min_users(self, V.shape[0], int(counts.sum()))
+                    return V
+            else:
+                X, y, codes, n_users = self._validate_supervised(X, y, groups)
+                n_features = X.shape[1]
+                user_columns = in_memory_user_columns(X, y, codes, n_users)
 
-            def user_statistics(box):
-                return self._user_statistics(box)(X, y, codes, n_users)
-        p = n_features + (1 if self.fit_intercept else 0)
-        if p > MAX_PARAMS:
-            raise ValueError(
-                f"UserDPLinearRegression releases p(p+3)/2 statistics per user; with "
-                f"p = {p} parameters that is {p * (p + 3) // 2}, more than this "
-                f"estimator accepts (p <= {MAX_PARAMS}), and the noise would swamp "
-                "them. Use UserDPSGDRegressor for many features."
-            )
-        drop = bool(self.fit_intercept)
-        n_stats = p * (p + 3) // 2 - (1 if drop else 0)
-        scale, box_loss, epsilon, seed = self._public_scale(
-            n_features, user_columns, target_bounds=self.target_bounds)
-        self._record_scale(scale)
-        V = user_statistics(scale)
-        n_users = V.shape[0]
-        if self.clip_radius != "auto":
-            radius = float(self.clip_radius)
-        elif self._zcdp_accounting():
-            radius, radius_loss, epsilon, seed = self._private_clip_radius(
-                V, epsilon, seed)
-            box_loss = radius_loss if box_loss is None else compose(box_loss,
-                                                                    radius_loss)
-        else:
-            radius = self._max_radius()
-        self.clip_radius_ = radius
-        plan, eig_plan = self._plan(n_users, p, n_stats, radius, epsilon)
-        if eig_plan is None:
-            seed_stats = seed
-        else:
-            seed_eig, seed_stats = make_seed_sequence(seed).spawn(2)
-            lam = min_eigenvalue_from_plan(V, eig_plan, clip_radius=plan.ball,
-                                           norm=plan.norm, drop_last_diagonal=drop,
-                                           random_state=seed_eig)
-        released = clip_noise_from_plan(V, plan, random_state=seed_stats,
-                                        n_jobs=self.n_jobs)
-        del V
-        S, b = _unpack(released, p, drop)
-        eigval, eigvec = np.linalg.eigh(S)
-        S = (eigvec * np.maximum(eigval, 0.0)) @ eigvec.T
-        if eig_plan is None:
-            alpha = float(self.alpha)
-            loss = plan.loss
-            self.min_eigenvalue_ = None
-        else:
-            # AdaSSP: ridge = noise bound − lower confidence bound of λ_min
-            noise_bound = math.sqrt(2.0 * p * plan.noise_variance)
-            lam_lower = max(0.0, lam - eig_plan.upper_tail(EIGEN_FAILURE))
-            alpha = max(0.0, noise_bound - lam_lower)
-            loss = compose(eig_plan.loss, plan.loss)
-            self.min_eigenvalue_ = lam
-        ridge = np.full(p, alpha)
-        if self.fit_intercept:
-            ridge[-1] = 0.0
-        w = np.linalg.lstsq(S + np.diag(ridge), b, rcond=None)[0]
-        coef, intercept = scale.unscale(*self._set_coef(w[None, :]))
-        if box_loss is not None:
-            loss = compose(box_loss, loss)
-        self.coef_ = coef[0]
-        self.intercept_ = float(intercept[0])
-        self.alpha_ = alpha
-        self.n_users_ = n_users
-        self._set_spend(loss)
-        return self
+                def user_statistics(box):
+                    return self._user_statistics(box)(X, y, codes, n_users)
+            p = n_features + (1 if self.fit_intercept else 0)
+            if p > MAX_PARAMS:
+                raise ValueError(
+                    "UserDPLinearRegression releases p(p+3)/2 statistics per "
+                    f"user; with p = {p} parameters that is {p * (p + 3) // 2}, "
+                    "more than this estimator accepts (p <= "
+                    f"{MAX_PARAMS}), and the noise would swamp them. Use "
+                    "UserDPSGDRegressor for many features."
+                )
+            drop = bool(self.fit_intercept)
+            n_stats = p * (p + 3) // 2 - (1 if drop else 0)
+            scale, box_loss, epsilon, seed = self._public_scale(
+                n_features, user_columns, target_bounds=self.target_bounds)
+            self._record_scale(scale)
+            V = user_statistics(scale)
+            n_users = V.shape[0]
+            if self.clip_radius != "auto":
+                radius = float(self.clip_radius)
+            elif self._zcdp_accounting():
+                radius, radius_loss, epsilon, seed = self._private_clip_radius(
+                    V, epsilon, seed)
+                box_loss = radius_loss if box_loss is None else compose(box_loss,
+                                                                        radius_loss)
+            else:
+                radius = self._max_radius()
+            self.clip_radius_ = radius
+            plan, eig_plan = self._plan(n_users, p, n_stats, radius, epsilon)
+            if eig_plan is None:
+                seed_stats = seed
+            else:
+                seed_eig, seed_stats = make_seed_sequence(seed).spawn(2)
+                lam = min_eigenvalue_from_plan(V, eig_plan, clip_radius=plan.ball,
+                                               norm=plan.norm, drop_last_diagonal=drop,
+                                               random_state=seed_eig)
+            released = clip_noise_from_plan(V, plan, random_state=seed_stats,
+                                            n_jobs=self.n_jobs)
+            del V
+            S, b = _unpack(released, p, drop)
+            eigval, eigvec = np.linalg.eigh(S)
+            S = (eigvec * np.maximum(eigval, 0.0)) @ eigvec.T
+            if eig_plan is None:
+                alpha = float(self.alpha)
+                loss = plan.loss
+                self.min_eigenvalue_ = None
+            else:
+                # AdaSSP: ridge = noise bound − lower confidence bound of λ_min
+                noise_bound = math.sqrt(2.0 * p * plan.noise_variance)
+                lam_lower = max(0.0, lam - eig_plan.upper_tail(EIGEN_FAILURE))
+                alpha = max(0.0, noise_bound - lam_lower)
+                loss = compose(eig_plan.loss, plan.loss)
+                self.min_eigenvalue_ = lam
+            ridge = np.full(p, alpha)
+            if self.fit_intercept:
+                ridge[-1] = 0.0
+            w = np.linalg.lstsq(S + np.diag(ridge), b, rcond=None)[0]
+            coef, intercept = scale.unscale(*self._set_coef(w[None, :]))
+            if box_loss is not None:
+                loss = compose(box_loss, loss)
+            self.coef_ = coef[0]
+            self.intercept_ = float(intercept[0])
+            self.alpha_ = alpha
+            self.n_users_ = n_users
+            self._set_spend(loss)
+            return self
 
     def _private_clip_radius(self, V, epsilon, seed):
         """``clip_radius="auto"`` with zCDP accounting: the private median of

@@ -37,6 +37,7 @@ from ..base import BOUNDS_CONSTRAINTS, UserLevelMeanEstimator
 from ..exceptions import AccuracyWarning
 from ..privacy import ZCDP, zcdp_rho_for
 from ..utils._docstrings import fill_doc
+from ..utils._validation import check_center
 from ._clip_noise import ClipNoiseMeanEstimator, plan_clip_noise
 from ._coinpress import DECLARED_BOX_STEPS, CoinPressMeanEstimator, plan_coinpress
 from ._few_users import FewUsersBallEstimator
@@ -342,6 +343,8 @@ class UserMeanEstimator(UserLevelMeanEstimator):
 
     def _prepare(self, n_users, n_features):
         """Choose the method (public values only) and build the delegate."""
+        if self.center is not None:  # (refused even where the method ignores it)
+            check_center(self.center, n_features)
         if self.method == "auto":
             method, reason = choose_mean_method(
                 n_users, n_features, self.epsilon, self.delta, bounds=self.bounds,

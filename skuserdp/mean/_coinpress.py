@@ -251,7 +251,9 @@ def _clipped_distances(U, c, r, rows=None):
     """``np.minimum(np.linalg.norm(U - c, axis=1), r)[:, None]`` (of the
     rows ``rows`` of ``U`` when given), computed block by block: the same
     values (``linalg.norm`` is ``sqrt(add.reduce(x * x, axis=1))``, row by
-    row) without an ``n × d`` temporary."""
+    row) without an ``n × d`` temporary. A square that overflows (a user's
+    mean near the float64 range) is an infinite distance, clipped to ``r``:
+    silently (a warning would depend on the data)."""
     n, d = U.shape if rows is None else (rows.size, U.shape[1])
     dist = np.empty((n, 1))
     buffer = np.empty((min(n, _BLOCK_ROWS), d))

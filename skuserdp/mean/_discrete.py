@@ -25,7 +25,6 @@ import math
 import numpy as np
 from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils._param_validation import Integral, Interval, Real, StrOptions
-from sklearn.utils.validation import validate_data
 
 from ..base import (
     UserLevelMeanEstimator,
@@ -36,9 +35,10 @@ from ..base import (
 from ..privacy import ApproxDP
 from ..privacy._conversion import report_spend
 from ..users._dask import is_dask_collection
-from ..users._groups import check_groups_alignment
+from ..users._groups import _has_missing, check_groups_alignment
 from ..utils._docstrings import fill_doc
 from ..utils._numeric import quiet_floating_point
+from ..utils._validation import validate_rows
 from ._concentration import tau_bounded_rows
 from ._few_users import few_users_mean, user_radius
 from ._winsorized import _winsorized_mean, plan_winsorized_mean
@@ -247,6 +247,11 @@ class DiscreteDistributionEstimator(UserLevelMixin, BaseEstimator):
         classes = np.asarray(self.classes)
         if classes.ndim != 1 or classes.size < 2:
             raise ValueError("classes must be a 1-d array-like of at least 2 labels.")
+        if _has_missing(classes):
+            raise ValueError(
+                "classes contains a missing value (None or NaN): no row equals "
+                "NaN, so that class would always be empty. Declare the public "
+                "categories only (rows outside them count as no class).")
         if len(set(classes.tolist())) != classes.size:
             raise ValueError("classes must not repeat a label.")
         return classes
@@ -268,9 +273,12 @@ class DiscreteDistributionEstimator(UserLevelMixin, BaseEstimator):
                 "X.reshape(-1, 1) (or series.to_frame() for a pandas Series)."
             )
         check_groups_alignment(groups, X)
-        X = validate_data(self, X, dtype=None, ensure_all_finite=False)
+        # the column's own dtype (a pandas string column becomes object)
+        dtypes = getattr(X, "dtypes", None)
+        X = validate_rows(self, X, dtype=None, finite=False)
         classes = self._check_classes()
-        self._check_column(X.shape[1], X.dtype, classes)
+        self._check_column(X.shape[1], X.dtype if dtypes is None or len(dtypes) != 1
+                           else dtypes.iloc[0], classes)
         codes, n_users = self._resolve_groups(y, groups, X.shape[0])
         freqs = _user_class_counts(X[:, 0], classes, codes, n_users)
         rows = np.bincount(codes, minlength=n_users)
@@ -278,7 +286,6 @@ class DiscreteDistributionEstimator(UserLevelMixin, BaseEstimator):
         return freqs, n_users, classes
 
     @_fit_context(prefer_skip_nested_validation=True)
-    @quiet_floating_point
     def fit(self, X, y=None, *, groups=None):
         """Fit the private distribution of the classes.
 
@@ -297,39 +304,40 @@ class DiscreteDistributionEstimator(UserLevelMixin, BaseEstimator):
         self : object
             The fitted estimator.
         """
-        if is_dask_collection(X) or is_dask_collection(groups):
-            classes = self._check_classes()
-            table = dask_user_table(
-                self, X, y, groups, classes=classes,
-                check_meta=lambda meta: self._check_column(
-                    meta.shape[1], _column_dtype(meta), classes))[0]
-            freqs, n_users, d = table.means, table.means.shape[0], classes.size
-        else:
-            freqs, n_users, classes = self._in_memory_frequencies(X, y, groups)
-            d = classes.size
-        route = self._choose_route(n_users, d)
-        self.garbage_ = False
-        if route == "few_users":
-            location, loss, _ = few_users_mean(
-                freqs, epsilon=self.epsilon, delta=self.delta, radius=1.0,
-                samples_per_user=self.samples_per_user, alpha=self.alpha,
-                calibration=self.calibration, random_state=self.random_state,
-                n_jobs=self.n_jobs)
-            if location is None:
-                self.garbage_ = True
-                location = np.full(d, 1.0 / d)
-        else:
-            tau = tau_bounded_rows(1.0, self.samples_per_user, n_users, self.alpha)
-            location, loss, _ = _winsorized_mean(
-                freqs, epsilon=self.epsilon, delta=self.delta, tau=tau, bound=1.0,
-                samples_per_user=None, sub_gaussian_sigma=None, tau_share=0.1,
-                gamma=self.alpha, calibration=self.calibration,
-                random_state=self.random_state, n_jobs=self.n_jobs, overwrite=True)
-        self.probabilities_ = project_to_simplex(location)
-        self.classes_ = classes.copy()
-        self.route_ = route
-        self.n_users_ = n_users
-        eps, delta, rho = report_spend(loss, self.delta)
-        self.privacy_loss_, self.epsilon_ = loss, eps
-        self.delta_, self.rho_ = delta, rho
-        return self
+        with quiet_floating_point():  # no warning may depend on the data
+            if is_dask_collection(X) or is_dask_collection(groups):
+                classes = self._check_classes()
+                table = dask_user_table(
+                    self, X, y, groups, classes=classes,
+                    check_meta=lambda meta: self._check_column(
+                        meta.shape[1], _column_dtype(meta), classes))[0]
+                freqs, n_users, d = table.means, table.means.shape[0], classes.size
+            else:
+                freqs, n_users, classes = self._in_memory_frequencies(X, y, groups)
+                d = classes.size
+            route = self._choose_route(n_users, d)
+            self.garbage_ = False
+            if route == "few_users":
+                location, loss, _ = few_users_mean(
+                    freqs, epsilon=self.epsilon, delta=self.delta, radius=1.0,
+                    samples_per_user=self.samples_per_user, alpha=self.alpha,
+                    calibration=self.calibration, random_state=self.random_state,
+                    n_jobs=self.n_jobs)
+                if location is None:
+                    self.garbage_ = True
+                    location = np.full(d, 1.0 / d)
+            else:
+                tau = tau_bounded_rows(1.0, self.samples_per_user, n_users, self.alpha)
+                location, loss, _ = _winsorized_mean(
+                    freqs, epsilon=self.epsilon, delta=self.delta, tau=tau, bound=1.0,
+                    samples_per_user=None, sub_gaussian_sigma=None, tau_share=0.1,
+                    gamma=self.alpha, calibration=self.calibration,
+                    random_state=self.random_state, n_jobs=self.n_jobs, overwrite=True)
+            self.probabilities_ = project_to_simplex(location)
+            self.classes_ = classes.copy()
+            self.route_ = route
+            self.n_users_ = n_users
+            eps, delta, rho = report_spend(loss, self.delta)
+            self.privacy_loss_, self.epsilon_ = loss, eps
+            self.delta_, self.rho_ = delta, rho
+            return self

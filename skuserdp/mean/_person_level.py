@@ -155,7 +155,7 @@ from ..privacy import (
 )
 from ..utils._docstrings import fill_doc
 from ..utils._random import generator_from, make_seed_sequence
-from ..utils._validation import check_positive_scalar
+from ..utils._validation import check_positive_scalar, feature_labels
 from ._clip_noise import _clip_noise_mean, clip_noise_mean
 from ._concentration import private_tau, private_tau_min_users
 
@@ -1771,7 +1771,8 @@ class ThreadedClipNoiseEstimator(UserLevelMeanEstimator):
         values only; before the estimator's own release)."""
         name = type(self).__name__
         wide = [j for j, h in enumerate(half_width) if not range_coarse_fits(h, width)]
-        where = (f"feature(s) {wide[:10]} (half-width up to "
+        wide = feature_labels(wide, getattr(self, "feature_names_in_", None))
+        where = (f"feature(s) {wide} (half-width up to "
                  f"{float(np.max(half_width)):.3g})")
         what = (f"[-R, R] spans more than {MAX_BINS:.0e} buckets of width {width:.3g} "
                 "(a multiple of moment_bound/sqrt(samples_per_user)), which the pure "

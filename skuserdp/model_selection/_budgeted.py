@@ -12,7 +12,6 @@ from sklearn.utils._param_validation import HasMethods
 
 from ..base import UserLevelMixin
 from ..privacy import BudgetAccountant
-from ..utils._numeric import quiet_floating_point
 from ..utils._random import charged_fit_seed, forget_fit_seeds, set_fit_seeds
 from ._delegation import DelegatingMixin
 
@@ -115,7 +114,6 @@ class BudgetedEstimator(DelegatingMixin, UserLevelMixin, MetaEstimatorMixin,
         self.accountant = accountant
 
     @_fit_context(prefer_skip_nested_validation=False)
-    @quiet_floating_point
     def fit(self, X, y=None, *, groups=None):
         """Fit a clone of the estimator and charge its privacy loss.
 

@@ -221,7 +221,6 @@ def _theorem6_horizon(n_candidates, alpha):
 
 
 @fill_doc
-@quiet_floating_point
 def private_selection(user_losses, *, epsilon, loss_bound, tau="auto",
                       samples_per_user=None, alpha=0.1, max_iter="auto",
                       cap_delta=1e-12, calibration="tight", random_state=None):
@@ -344,82 +343,83 @@ def private_selection(user_losses, *, epsilon, loss_bound, tau="auto",
     >>> result.privacy_loss.epsilon <= 1.0, result.privacy_loss.delta <= 1e-12
     (True, True)
     """
-    L = np.array(user_losses, dtype=np.float64)  # a copy: the input is kept
-    if L.ndim != 2 or L.shape[0] < 1 or L.shape[1] < 1:
-        raise ValueError(
-            "user_losses must be a 2-d array of shape (n_candidates, n_users) with "
-            f"at least one candidate and one user, got shape {L.shape}."
-        )
-    n_candidates, n_users = L.shape
-    epsilon = check_positive_scalar(epsilon, "epsilon")
-    B = check_positive_scalar(loss_bound, "loss_bound")
-    alpha = _check_alpha(alpha)
-    _check_expected_releases(n_candidates, alpha)
-    cap_delta = float(cap_delta)
-    if not 0 < cap_delta < 1:
-        raise ValueError(f"cap_delta must be in (0, 1), got {cap_delta!r}.")
-    if calibration not in ("tight", "paper"):
-        raise ValueError(
-            f"calibration must be 'tight' or 'paper', got {calibration!r}."
-        )
-    tau = _resolve_tau(tau, loss_bound=B, samples_per_user=samples_per_user,
-                       n_candidates=n_candidates, n_users=n_users, alpha=alpha)
+    with quiet_floating_point():  # no warning may depend on the data
+        L = np.array(user_losses, dtype=np.float64)  # a copy: the input is kept
+        if L.ndim != 2 or L.shape[0] < 1 or L.shape[1] < 1:
+            raise ValueError(
+                "user_losses must be a 2-d array of shape (n_candidates, n_users) with "
+                f"at least one candidate and one user, got shape {L.shape}."
+            )
+        n_candidates, n_users = L.shape
+        epsilon = check_positive_scalar(epsilon, "epsilon")
+        B = check_positive_scalar(loss_bound, "loss_bound")
+        alpha = _check_alpha(alpha)
+        _check_expected_releases(n_candidates, alpha)
+        cap_delta = float(cap_delta)
+        if not 0 < cap_delta < 1:
+            raise ValueError(f"cap_delta must be in (0, 1), got {cap_delta!r}.")
+        if calibration not in ("tight", "paper"):
+            raise ValueError(
+                f"calibration must be 'tight' or 'paper', got {calibration!r}."
+            )
+        tau = _resolve_tau(tau, loss_bound=B, samples_per_user=samples_per_user,
+                           n_candidates=n_candidates, n_users=n_users, alpha=alpha)
 
-    # Public parameters: all from (K, n, ε, B, τ, α, cap_delta) only.
-    gamma = alpha / (5.0 * n_candidates)
-    call_budget = random_stopping_call_budget(epsilon)
-    if isinstance(max_iter, str) and max_iter == "auto":
-        max_iter = random_stopping_max_iter(epsilon, gamma, cap_delta)
-    elif max_iter is not None:
-        max_iter = _check_count(max_iter, "max_iter")
-    horizon, ratio = _theorem6_horizon(n_candidates, alpha)
-    # Tight plans fail their range step w.p. <= gamma/2 each: union over the
-    # L releases of Theorem 6's proof gives alpha/5 (its Event 4).
-    plan = plan_winsorized_mean(n_users, 1, tau=tau, value_range=B / 2.0,
-                                budget=call_budget, gamma=2.0 / ratio,
-                                calibration=calibration)
-    privacy_loss = random_stopping_privacy(plan.loss, gamma, max_iter)
-    if max_iter is not None and privacy_loss.delta > cap_delta:
-        raise ValueError(
-            f"max_iter={max_iter} caps the loop too early: it costs delta="
-            f"{privacy_loss.delta:.3g} > cap_delta={cap_delta:g}. Use "
-            "max_iter='auto' or a larger cap."
-        )
-    if horizon * plan.range_failure_bound > alpha / 5.0:
-        warnings.warn(
-            f"With {n_users} users the range step of the {n_candidates}-candidate "
-            f"selection may miss the bulk with probability up to "
-            f"{min(1.0, horizon * plan.range_failure_bound):.2g} > alpha/5: "
-            "Theorem 6's accuracy guarantee does not hold (the privacy guarantee "
-            "is unaffected). Use more users, a larger epsilon or "
-            "calibration='tight'.",
-            AccuracyWarning, stacklevel=2,
-        )
+        # Public parameters: all from (K, n, ε, B, τ, α, cap_delta) only.
+        gamma = alpha / (5.0 * n_candidates)
+        call_budget = random_stopping_call_budget(epsilon)
+        if isinstance(max_iter, str) and max_iter == "auto":
+            max_iter = random_stopping_max_iter(epsilon, gamma, cap_delta)
+        elif max_iter is not None:
+            max_iter = _check_count(max_iter, "max_iter")
+        horizon, ratio = _theorem6_horizon(n_candidates, alpha)
+        # Tight plans fail their range step w.p. <= gamma/2 each: union over the
+        # L releases of Theorem 6's proof gives alpha/5 (its Event 4).
+        plan = plan_winsorized_mean(n_users, 1, tau=tau, value_range=B / 2.0,
+                                    budget=call_budget, gamma=2.0 / ratio,
+                                    calibration=calibration)
+        privacy_loss = random_stopping_privacy(plan.loss, gamma, max_iter)
+        if max_iter is not None and privacy_loss.delta > cap_delta:
+            raise ValueError(
+                f"max_iter={max_iter} caps the loop too early: it costs delta="
+                f"{privacy_loss.delta:.3g} > cap_delta={cap_delta:g}. Use "
+                "max_iter='auto' or a larger cap."
+            )
+        if horizon * plan.range_failure_bound > alpha / 5.0:
+            warnings.warn(
+                f"With {n_users} users the range step of the {n_candidates}-candidate "
+                f"selection may miss the bulk with probability up to "
+                f"{min(1.0, horizon * plan.range_failure_bound):.2g} > alpha/5: "
+                "Theorem 6's accuracy guarantee does not hold (the privacy guarantee "
+                "is unaffected). Use more users, a larger epsilon or "
+                "calibration='tight'.",
+                AccuracyWarning, stacklevel=2,
+            )
 
-    # Per-user projection onto [0, B] (NaN -> B): free, and makes the
-    # support assumption true. Shift to the plan's range [-B/2, B/2].
-    L[np.isnan(L)] = B
-    np.clip(L, 0.0, B, out=L)
-    center = B / 2.0
-    columns = [np.ascontiguousarray(row - center).reshape(-1, 1) for row in L]
+        # Per-user projection onto [0, B] (NaN -> B): free, and makes the
+        # support assumption true. Shift to the plan's range [-B/2, B/2].
+        L[np.isnan(L)] = B
+        np.clip(L, 0.0, B, out=L)
+        center = B / 2.0
+        columns = [np.ascontiguousarray(row - center).reshape(-1, 1) for row in L]
 
-    control_seed, release_seed = make_seed_sequence(random_state).spawn(2)
-    rng = generator_from(control_seed)
-    n_iterations = int(rng.geometric(gamma))
-    if max_iter is not None:
-        n_iterations = min(n_iterations, max_iter)
-    best = (math.inf, n_candidates)
-    for _ in range(n_iterations):
-        j = int(rng.integers(n_candidates))
-        (seed,) = release_seed.spawn(1)
-        v = winsorized_mean_from_plan(columns[j], plan, random_state=seed)
-        best = min(best, (float(v[0]) + center, j))
-    value, index = best
-    return SelectionResult(
-        index=index, value=value, n_iterations=n_iterations,
-        privacy_loss=privacy_loss, stop_probability=gamma, tau=tau,
-        max_iter=max_iter, call_budget=call_budget, plan=plan,
-    )
+        control_seed, release_seed = make_seed_sequence(random_state).spawn(2)
+        rng = generator_from(control_seed)
+        n_iterations = int(rng.geometric(gamma))
+        if max_iter is not None:
+            n_iterations = min(n_iterations, max_iter)
+        best = (math.inf, n_candidates)
+        for _ in range(n_iterations):
+            j = int(rng.integers(n_candidates))
+            (seed,) = release_seed.spawn(1)
+            v = winsorized_mean_from_plan(columns[j], plan, random_state=seed)
+            best = min(best, (float(v[0]) + center, j))
+        value, index = best
+        return SelectionResult(
+            index=index, value=value, n_iterations=n_iterations,
+            privacy_loss=privacy_loss, stop_probability=gamma, tau=tau,
+            max_iter=max_iter, call_budget=call_budget, plan=plan,
+        )
 
 
 def theorem6_error_bound(n_users, n_candidates, *, samples_per_user, epsilon,
@@ -568,7 +568,6 @@ def _user_losses(candidates, X, y, groups, loss, loss_bound):
 
 
 @fill_doc
-@quiet_floating_point
 def select_model_privately(candidates, X, y, *, groups, epsilon, loss_bound,
                            loss="squared_error", samples_per_user=None,
                            tau="auto", alpha=0.1, calibration="tight",

@@ -32,7 +32,6 @@ from ..privacy import (
 )
 from ..users._dask import refuse_dask
 from ..users._groups import check_groups_alignment
-from ..utils._numeric import quiet_floating_point
 from ..utils._random import (
     charged_fit_seed,
     forget_fit_seeds,
@@ -40,6 +39,7 @@ from ..utils._random import (
     make_seed_sequence,
     set_fit_seeds,
 )
+from ..utils._validation import validate_rows
 from ._delegation import DelegatingMixin
 from ._private_selection import _user_losses, private_selection
 
@@ -58,7 +58,9 @@ def _mean_squared_distance(estimator, X, y):
     """Per-row loss of a mean estimator: ``‖mean_ − x‖²`` (the user's
     average is ``‖mean_ − x̄_u‖²`` plus the user's own spread, which is the
     same for every candidate)."""
-    diff = np.asarray(X, dtype=np.float64) - estimator.mean_
+    # (as the estimator's fit would: finite numbers, no data value in messages)
+    X = validate_rows(estimator, X, reset=False, dtype=np.float64)
+    diff = X - estimator.mean_
     return np.einsum("ij,ij->i", diff, diff)
 
 
@@ -229,7 +231,7 @@ class PrivateGridSearch(DelegatingMixin, UserLevelMixin, MetaEstimatorMixin,
                 "PrivateGridSearch needs loss_bound=: a public bound on one row's "
                 "loss (e.g. the squared range of y, or the squared diameter of "
                 "the box of the rows), never read off the data.")
-        for name in ("epsilon",):
+        for name in ("epsilon", "loss_bound"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, numbers.Real) \
                     or not 0 < value < float("inf"):
@@ -289,7 +291,6 @@ class PrivateGridSearch(DelegatingMixin, UserLevelMixin, MetaEstimatorMixin,
                           gamma=TAU_GAMMA, rng=generator_from(seed))
         return min(tau, B), PureDP(eps_tau), rest.epsilon
 
-    @quiet_floating_point
     def fit(self, X, y=None, *, groups=None):
         """Fit every candidate on the training users and select privately.
 

@@ -423,15 +423,25 @@ def split_zcdp(epsilon, delta, share):
         raise ValueError(f"share must be in (0, 1), got {share!r}.")
     rho = zcdp_rho_for(epsilon, delta)
     first = share * rho
-    rest = zcdp_to_approx_dp(rho - first, delta).epsilon
-    if not rest > 0:
-        # a ρ this small is (0, δ)-DP: no (ε' > 0, δ) target expresses it
+    return ZCDP(first), _part_epsilon(rho - first, epsilon, delta)
+
+
+def _part_epsilon(rho, epsilon, delta):
+    """The ε at ``delta`` of a part ``rho`` of the budget ``(epsilon, delta)``;
+    refuses a part whose ε is 0, which no release can be planned with.
+
+    With ε far below δ (e.g. ε = 1e-9 at δ = 1e-6) ``ρ = zcdp_rho_for(ε,
+    δ)`` is so small that δ alone covers a part of it: the conversion (a
+    valid bound) gives ε = 0 -- a budget every estimator refuses.
+    """
+    part = zcdp_to_approx_dp(rho, delta).epsilon
+    if not part > 0:
         raise ValueError(
-            f"epsilon={epsilon!r} is too small to split at delta={delta!r}: the "
-            f"rest of the budget after a {share:g} share is (0, delta)-DP, which "
-            "leaves no epsilon for the release. Use a larger epsilon (or "
-            "delta=0).")
-    return ZCDP(first), rest
+            f"epsilon={epsilon!r} is too small for delta={delta!r}: split in "
+            "zCDP, a part of it is worth epsilon 0 at this delta (delta alone "
+            "covers it), and no release can be planned with epsilon 0. Use a "
+            "larger epsilon (well above delta), a smaller delta, or delta=0.")
+    return part
 
 
 def split_zcdp_shares(budget, shares):
@@ -687,4 +697,4 @@ def split_for_fits(epsilon, delta, n_fits, *, zcdp):
     if delta <= 0:
         raise ValueError("a zCDP split needs delta > 0.")
     rho_i = zcdp_rho_for(epsilon, delta) / n_fits
-    return zcdp_to_approx_dp(rho_i, delta).epsilon, delta
+    return _part_epsilon(rho_i, epsilon, delta), delta

@@ -26,11 +26,11 @@ import numpy as np
 from joblib import effective_n_jobs
 from scipy.stats import beta as _beta
 from sklearn.base import clone
-from sklearn.utils import check_array
 from sklearn.utils.parallel import Parallel, delayed
 
 from skuserdp.users import user_means
 from skuserdp.utils._random import generator_from, make_seed_sequence
+from skuserdp.utils._validation import check_rows
 
 __all__ = [
     "AuditResult",
@@ -367,7 +367,7 @@ numpy.random.SeedSequence, default=0
 
 def _mean_of_user_means(X, groups):
     """Average over users of each user's mean row (numpy only)."""
-    X = check_array(X, ensure_2d=False, dtype=float, input_name="X")
+    X = check_rows(X, ensure_2d=False, dtype=float, input_name="X")
     if X.ndim == 1:
         X = X[:, np.newaxis]
     if groups is None:
@@ -525,6 +525,11 @@ numpy.random.SeedSequence, default=0
             "needs to seed every run."
         )
     n_runs = _check_positive_int(n_runs, "n_runs", minimum=2)
+    if n_jobs is not None and (isinstance(n_jobs, bool)
+                               or not isinstance(n_jobs, numbers.Integral)
+                               or n_jobs == 0):
+        raise ValueError("n_jobs must be None, a positive int or a negative int "
+                         f"(-1 = all cores), got {n_jobs!r}.")
     alpha = _check_real(alpha, "alpha", 0.0, 1.0, low_open=True, high_open=True)
     if delta is not None:
         delta = _check_real(delta, "delta", 0.0, 1.0, low_open=False, high_open=True)

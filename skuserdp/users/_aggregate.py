@@ -24,8 +24,8 @@ from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.utils import check_array
 
+from ..utils._validation import check_rows
 from ._groups import check_groups, check_groups_alignment
 
 __all__ = ["UserMeans", "user_means"]
@@ -147,7 +147,7 @@ def user_means(X, groups=None):
                              "as a Dask array or DataFrame too.")
         return dask_user_table(X, groups)[0]
     check_groups_alignment(groups, X)
-    X = check_array(X, dtype=np.float64, order="C", input_name="X")
+    X = check_rows(X, dtype=np.float64, order="C", input_name="X")
     n_rows = X.shape[0]
     if groups is None:
         return UserMeans(X.copy(), np.ones(n_rows, dtype=np.intp), np.arange(n_rows))

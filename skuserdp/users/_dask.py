@@ -36,8 +36,8 @@ imported when a Dask collection is passed.
 import sys
 
 import numpy as np
-from sklearn.utils import check_array
 
+from ..utils._validation import check_rows
 from ._aggregate import UserMeans, _means_from_sums, _sums_by_code
 from ._groups import _check_same_index, check_groups
 
@@ -109,8 +109,8 @@ def _partition_rows(part, ids, target, feature_columns, offset, target_map=None)
     ``target_map`` (e.g. class labels to codes) maps the raw targets first.
     """
     rows, ids = _rows_and_ids(part, ids, feature_columns)
-    X = check_array(rows, dtype=np.float64, order="C", ensure_min_samples=0,
-                    input_name="X")
+    X = check_rows(rows, dtype=np.float64, order="C", ensure_min_samples=0,
+                   input_name="X")
     y = None
     if target is not None:
         _check_same_index(
@@ -119,8 +119,8 @@ def _partition_rows(part, ids, target, feature_columns, offset, target_map=None)
             "X: pass y partitioned like X (e.g. frame['target']).")
         if target_map is not None:
             target = target_map(np.asarray(target))
-        y = check_array(np.asarray(target), dtype=np.float64, ensure_2d=False,
-                        ensure_min_samples=0, input_name="y")
+        y = check_rows(np.asarray(target), dtype=np.float64, ensure_2d=False,
+                       ensure_min_samples=0, input_name="y")
         if y.ndim != 1 or y.shape[0] != X.shape[0]:
             raise ValueError(
                 f"a partition of y has shape {y.shape} but its partition of X "

@@ -6,7 +6,7 @@ one user, and every guarantee in skuserdp protects a user's entire data.
 
 import numpy as np
 
-__all__ = ["check_groups", "check_groups_alignment"]
+__all__ = ["check_groups", "check_groups_alignment", "check_y_alignment"]
 
 #: type names of pandas' missing-value singletons (pd.NA, pd.NaT), recognised
 #: without importing pandas
@@ -61,6 +61,26 @@ def check_groups_alignment(groups, X):
         "groups.loc[X.index] (or reset both indexes).")
 
 
+def check_y_alignment(y, X):
+    """Refuse a pandas ``y`` whose index disagrees with ``X``'s index.
+
+    As :func:`check_groups_alignment`: targets are matched to rows by
+    position, so a ``y`` taken from another frame or re-sorted would pair
+    rows with other rows' targets.
+
+    Raises
+    ------
+    ValueError
+        If both have an ``index`` and the two indexes differ.
+    """
+    _check_same_index(
+        y, X,
+        "y is a pandas Series whose index differs from the index of X; rows "
+        "are matched to targets by position, so this would pair rows with "
+        "other rows' targets. Pass y aligned to X, e.g. y.loc[X.index] (or "
+        "reset both indexes).")
+
+
 def _check_same_index(values, X, message):
     """Raise ``ValueError(message)`` if ``values`` and ``X`` are both pandas
     objects (an ``index`` with ``equals``) whose indexes differ."""
@@ -74,14 +94,26 @@ def _check_same_index(values, X, message):
 
 
 def _factorize_ints(values):
+    """Codes of integer (or bool) ids spanning a small range, else None.
+
+    The offsets from the smallest id are computed in Python integers and an
+    upcast dtype: ``values - lo`` in the ids' own dtype would wrap around
+    (int8 ids -100 and 100 differ by 200), and whether it did would depend
+    on the ids -- private data.
+    """
     lo, hi = int(values.min()), int(values.max())
     if hi - lo > 4 * values.shape[0] + 1024:
         return None
-    shifted = (values - lo).astype(np.intp, copy=False)
+    if values.dtype.kind == "u":  # (lo >= 0: no wrap-around in uint64)
+        shifted = (values.astype(np.uint64) - np.uint64(lo)).astype(np.intp)
+    else:  # int64 holds every signed or bool id, and hi - lo is small
+        shifted = (values.astype(np.int64) - lo).astype(np.intp, copy=False)
     present = np.bincount(shifted, minlength=hi - lo + 1) > 0
     lookup = np.cumsum(present) - 1
     codes = lookup[shifted].astype(np.intp, copy=False)
-    labels = (np.flatnonzero(present) + lo).astype(values.dtype)
+    # each user's id, taken from one of its rows (exact in the ids' dtype)
+    labels = np.empty(int(lookup[-1]) + 1, dtype=values.dtype)
+    labels[codes] = values
     return codes, labels
 
 
@@ -135,6 +167,13 @@ def check_groups(groups, n_samples):
     if hasattr(groups, "to_numpy"):  # pandas Series / Index / Categorical
         groups = groups.to_numpy()
     values = np.asarray(groups)
+    if values.dtype.kind in "US" and not hasattr(groups, "dtype"):
+        # a list of ids of several types: NumPy would turn 1 into "1" and
+        # merge two users; keep the labels as they are (1 and "1" differ)
+        as_objects = np.asarray(groups, dtype=object)
+        if as_objects.ndim == 1 and not all(
+                type(v) is type(as_objects[0]) for v in as_objects):
+            values = as_objects
     if values.ndim != 1:
         raise ValueError(
             f"groups should be a 1d array with one user id per row, got an array of "

@@ -1,6 +1,5 @@
 """Overflow-safe floating-point helpers (numerics only, no privacy logic)."""
 
-import functools
 import math
 
 import numpy as np
@@ -74,29 +73,31 @@ def all_finite(array):
     return bool(np.isfinite(A).all())
 
 
-def quiet_floating_point(fit):
-    """Run ``fit`` with NumPy's floating-point warnings off.
+def quiet_floating_point():
+    """A context in which NumPy's floating-point warnings are off.
 
-    A warning (or a raised ``FloatingPointError``) is an output of the fit:
-    an overflow warning that appears only when some user's values exceed
-    about 1e154 (their squares overflow) tells whoever reads the log that
-    such a user exists, beyond what is released. The releases do not need
-    those warnings: every per-user value is clipped before a mechanism sees
-    it (an infinite distance is clipped to the radius like a large one),
-    and the outputs are checked to be finite. Applied to every ``fit`` that
-    reads private data. Worker threads do not inherit NumPy's error state,
-    so the code they run avoids such warnings itself.
+    A warning (or a raised ``FloatingPointError``) is an output of a fit: an
+    overflow warning that appears only when some user's values exceed about
+    1e154 (their squares overflow) tells whoever reads the log that such a
+    user exists, beyond what is released. The releases do not need those
+    warnings: every per-user value is clipped before a mechanism sees it (an
+    infinite distance is clipped to the radius like a large one), and the
+    outputs are checked to be finite. Every ``fit`` that reads private data
+    runs its body in this context (a context, not a decorator: a wrapper
+    frame would move the warnings that point at the caller of ``fit``).
+    Worker threads do not inherit NumPy's error state, so the code they run
+    avoids such warnings itself.
+
+    Returns
+    -------
+    context : numpy.errstate
 
     Examples
     --------
     >>> import numpy as np
     >>> from skuserdp.utils._numeric import quiet_floating_point
-    >>> quiet_floating_point(lambda x: np.square(x))(np.array([1e200]))
+    >>> with quiet_floating_point():
+    ...     np.square(np.array([1e200]))
     array([inf])
     """
-    @functools.wraps(fit)
-    def wrapper(*args, **kwargs):
-        with np.errstate(all="ignore"):
-            return fit(*args, **kwargs)
-
-    return wrapper
+    return np.errstate(all="ignore")

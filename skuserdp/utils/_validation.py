@@ -22,13 +22,216 @@ skuserdp has one vocabulary for public knowledge, used by every estimator:
 None of these is ever filled in from the data without privacy: a value
 computed from private data would silently void the guarantee, so the only
 data-dependent box is the privately learned ``bounds="auto"``.
+
+The data themselves are validated by :func:`validate_rows` (every public
+estimator's ``X`` and ``y``): scikit-learn's ``validate_data`` with messages
+that never show a data value, and skuserdp's own message for NaN or infinity.
+Messages name features by :func:`feature_labels`: by name when ``X`` had
+column names.
 """
 
 import numbers
+import re
 
 import numpy as np
+from sklearn.utils import check_array
+from sklearn.utils.validation import validate_data
 
-__all__ = ["check_center", "check_bound", "check_bounds", "check_positive_scalar"]
+__all__ = ["check_center", "check_bound", "check_bounds", "check_positive_scalar",
+           "check_rows", "feature_labels", "validate_rows"]
+
+#: how many features a message names at most
+MAX_LABELS = 10
+
+
+def feature_labels(indices, names=None):
+    """The features at ``indices`` as a message shows them: by name when
+    ``names`` (e.g. an estimator's ``feature_names_in_``) are known, else by
+    index; at most :data:`MAX_LABELS`, then how many more.
+
+    Parameters
+    ----------
+    indices : array-like of int
+        Column indices.
+    names : sequence or None, default=None
+        The name of every column (entries that are not strings, e.g. the
+        index itself, are shown as ints).
+
+    Returns
+    -------
+    text : str
+
+    Examples
+    --------
+    >>> from skuserdp.utils._validation import feature_labels
+    >>> feature_labels([0, 2], ["age", "income", "score"])
+    "['age', 'score']"
+    >>> feature_labels(range(12))
+    '[0, 1, 2, 3, 4, 5, 6, 7, 8, 9] (and 2 more)'
+    """
+    indices = [int(i) for i in np.ravel(np.asarray(indices))]
+    shown = indices[:MAX_LABELS]
+    if names is not None:
+        shown = [str(names[i]) if isinstance(names[i], str) else int(i)
+                 for i in shown]
+    text = repr(shown)
+    if len(indices) > MAX_LABELS:
+        text += f" (and {len(indices) - MAX_LABELS} more)"
+    return text
+
+
+def _column_names(X):
+    """The column names of a DataFrame-like ``X``, else None."""
+    columns = getattr(X, "columns", None)
+    return None if columns is None else list(columns)
+
+
+def _non_numeric_columns(X):
+    """Indices of the columns of ``X`` that do not convert to float64 (checked
+    only after a conversion failed: the message names them)."""
+    if hasattr(X, "iloc") and hasattr(X, "columns"):
+        columns = [X.iloc[:, j] for j in range(X.shape[1])]
+    else:
+        try:
+            array = np.asarray(X)
+        except (TypeError, ValueError):
+            return []
+        if array.ndim == 1:
+            array = array[:, None]
+        if array.ndim != 2 or array.dtype.kind in "biufc":
+            return []
+        columns = [array[:, j] for j in range(array.shape[1])]
+    bad = []
+    for j, column in enumerate(columns):
+        if getattr(column.dtype, "kind", "O") in "biufc":
+            continue
+        try:
+            np.asarray(column, dtype=np.float64)
+        except (TypeError, ValueError):
+            bad.append(j)
+    return bad
+
+
+#: numpy's message for a cell of a non-numeric type: it names the type, no value
+_TYPE_MESSAGE = re.compile(r"float\(\) argument must be a string or a (real )?number, "
+                           r"not '\w+'")
+
+
+def _scrubbed(message):
+    """``message`` without the data values scikit-learn and numpy print."""
+    # check_array's 1-D and scalar X: "...instead:\narray=[...].\nReshape ..."
+    message = re.sub(r":\s*array=.*?\.\s*\n\s*(?=Reshape)", ". ", message,
+                     flags=re.S)
+    lines = message.split("\n")
+    if lines[0].startswith("Complex data not supported"):
+        return ("Complex data not supported (a complex dtype): skuserdp needs "
+                "real numbers.")
+    # any other printed array or quoted value
+    kept = [line for line in lines if not re.match(r"\s*(\[|array\()", line)]
+    message = "\n".join(kept)
+    return re.sub(r"(: |: b)(['\"]).*\2\s*$", ": (the value is not shown)", message)
+
+
+def _safe_error(exc, X, y, names):
+    """The error to raise instead of ``exc``: its message without data values."""
+    kind = TypeError if isinstance(exc, TypeError) else ValueError
+    bad = _non_numeric_columns(X)
+    if bad:
+        message = (
+            f"X has non-numeric values (e.g. text) in column(s) "
+            f"{feature_labels(bad, names)}: skuserdp estimators need numbers. "
+            "Encode such columns first, e.g. with a OneHotEncoder in a Pipeline "
+            "(a per-row step, which keeps the user-level guarantee).")
+        found = _TYPE_MESSAGE.search(str(exc))
+        if found:  # (scikit-learn's checks expect numpy's wording)
+            message += f" ({found.group(0)}.)"
+        return kind(message)
+    if y is not None and not isinstance(y, str) and _non_numeric_columns(y):
+        return kind("y has non-numeric values (e.g. text): this estimator needs "
+                    "numeric targets.")
+    return kind(_scrubbed(str(exc)))
+
+
+def check_finite_rows(X, names=None):
+    """Refuse NaN or infinity in the (float) rows ``X``, naming the columns.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+    names : sequence or None, default=None
+        Column names for the message.
+    """
+    with np.errstate(over="ignore", invalid="ignore"):
+        if np.isfinite(np.sum(X)):  # (a sum of large finite values may overflow)
+            return
+        bad = np.flatnonzero(~np.isfinite(X).all(axis=0))
+    if bad.size:
+        raise ValueError(
+            f"X contains NaN or infinity in column(s) {feature_labels(bad, names)}; "
+            "skuserdp estimators need finite values. Impute them with a public "
+            "value first, e.g. SimpleImputer(strategy='constant', fill_value=...) "
+            "in a Pipeline (a per-row step keeps the user-level guarantee; a mean "
+            "or median imputer would read the private data without noise).")
+
+
+def validate_rows(estimator, X, y="no_validation", *, reset=True, finite=True,
+                  **check_params):
+    """scikit-learn's ``validate_data``, with messages that show no data value.
+
+    scikit-learn and numpy print the data in some messages (a 1-D or complex
+    ``X``, a text cell that does not convert to float). Here every
+    ``ValueError`` or ``TypeError`` of the validation is raised again, of the
+    same kind, with those values removed (the shape, dtype and the columns
+    concerned are kept), and without the original as its context (a printed
+    traceback would show it). With ``finite=True``, NaN or infinity in ``X``
+    is refused with skuserdp's message, which names the columns.
+
+    Parameters
+    ----------
+    estimator : estimator instance
+    X : array-like
+    y : array-like, None or "no_validation", default="no_validation"
+        As for ``validate_data``.
+    reset : bool, default=True
+        As for ``validate_data``.
+    finite : bool, default=True
+        Whether ``X`` must be finite (needs a float ``dtype``); with
+        ``False`` NaN and infinity are accepted.
+    **check_params
+        Passed on to ``validate_data``.
+
+    Returns
+    -------
+    X or (X, y)
+        As ``validate_data`` returns them.
+    """
+    names = _column_names(X)
+    if names is None and not reset:
+        names = getattr(estimator, "feature_names_in_", None)
+    check_params["ensure_all_finite"] = False  # (finite: skuserdp's message)
+    out = _without_values(
+        lambda: validate_data(estimator, X, y, reset=reset, **check_params),
+        X, y, names)
+    if finite:
+        check_finite_rows(out[0] if isinstance(out, tuple) else out, names)
+    return out
+
+
+def check_rows(X, **check_params):
+    """scikit-learn's ``check_array`` (for functions, without an estimator),
+    with messages that show no data value, as :func:`validate_rows`."""
+    return _without_values(lambda: check_array(X, **check_params), X, None,
+                           _column_names(X))
+
+
+def _without_values(validate, X, y, names):
+    """``validate()``; its ``ValueError`` or ``TypeError`` raised again without
+    data values (:func:`_safe_error`) and without the original as context."""
+    try:
+        return validate()
+    except (TypeError, ValueError) as exc:
+        error = _safe_error(exc, X, y, names)
+    raise error  # (outside the except clause: no context to print)
 
 
 def check_positive_scalar(value, name):
@@ -104,7 +307,7 @@ def check_bound(bound, n_features):
     return b
 
 
-def check_bounds(bounds, n_features, name="bounds"):
+def check_bounds(bounds, n_features, name="bounds", feature_names=None):
     """Validate a public box ``(lower, upper)`` (scalars broadcast).
 
     Parameters
@@ -116,6 +319,9 @@ def check_bounds(bounds, n_features, name="bounds"):
         Number of features of ``X``.
     name : str, default="bounds"
         Parameter name used in error messages.
+    feature_names : sequence or None, default=None
+        The names of the features, for the messages (e.g.
+        ``feature_names_in_``).
 
     Returns
     -------
@@ -147,7 +353,7 @@ def check_bounds(bounds, n_features, name="bounds"):
     if not (np.isfinite(lower).all() and np.isfinite(upper).all()):
         raise ValueError(f"{name} must be finite.")
     if not (lower < upper).all():
-        bad = np.flatnonzero(~(lower < upper))[:10].tolist()
+        bad = feature_labels(np.flatnonzero(~(lower < upper)), feature_names)
         raise ValueError(f"{name}: lower < upper is needed in every feature; "
                          f"it fails for feature(s) {bad}.")
     return lower, upper

@@ -200,6 +200,15 @@ def test_corrupted_fraction_out_of_range_is_refused(bad):
             X, groups=groups)
 
 
+@pytest.mark.parametrize("center", [np.nan, np.inf, [0.0, np.nan], [0.0, 1.0, 2.0]])
+def test_a_bad_center_is_refused_even_where_the_method_ignores_it(center):
+    # issue 26: with bounds only, the chosen method (CoinPress) ignores the
+    # center, and a NaN center was silently accepted
+    X, groups, _ = make_user_samples(n_users=50, n_features=2, random_state=0)
+    with pytest.raises(ValueError, match="center"):
+        UserMeanEstimator(bounds=(-5, 5), center=center).fit(X, groups=groups)
+
+
 def test_audit_clip_noise_path():
     # radius and centre declared, 5 users: the rule picks clip-and-noise.
     X, g, Xp, gp = worst_case_mean_neighbours(5, 1, radius=1.0, rows_per_user=2)

@@ -148,7 +148,7 @@ def test_warnings_for_missing_groups():
         ([[1.0], [2.0]], [7, 7], {}, "at least 2 users"),
         ([[1.0], [2.0]], [0, 1, 2], {}, "3 elements but X has 2"),
         ([[1.0], [2.0]], [[0, 1]], {}, "1d"),
-        ([["a"], ["b"]], [0, 1], {}, "could not convert"),
+        ([["a"], ["b"]], [0, 1], {}, r"non-numeric values .* column\(s\) \[0\]"),
         (sp.csr_matrix(np.eye(3)), [0, 1, 2], {}, "sparse"),
         ([[1.0], [2.0]], [0, 1], {"epsilon": 0.0}, "epsilon"),
         ([[1.0], [2.0]], [0, 1], {"epsilon": -1.0}, "epsilon"),

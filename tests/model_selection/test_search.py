@@ -152,6 +152,10 @@ def test_regressor_search_predicts_with_the_selected_candidate():
 
 @pytest.mark.parametrize("kwargs, match", [
     (dict(loss_bound=None), "loss_bound"),
+    # issue 26: NaN said "Input X contains NaN" after every fit
+    (dict(loss_bound=float("nan")), "loss_bound must be a finite float > 0"),
+    (dict(loss_bound=-1.0), "loss_bound must be a finite float > 0"),
+    (dict(epsilon=float("inf")), "epsilon must be a finite float > 0"),
     (dict(param_grid={"epsilon": [0.5, 1.0]}), "must not contain epsilon"),
     (dict(validation_fraction=1.0), "validation_fraction"),
     (dict(budget_split="zcdp", delta=0.0), "delta > 0"),

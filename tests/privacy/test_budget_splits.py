@@ -348,3 +348,15 @@ def test_split_zcdp_shares_rejects_bad_inputs(budget, shares, err):
 def test_split_zcdp_shares_huge_shares_do_not_overflow():
     parts = split_zcdp_shares(ZCDP(0.5), [1e308, 1e308, 0.0])
     assert [p.rho for p in parts] == pytest.approx([0.25, 0.25, 0.0], rel=1e-12)
+
+
+def test_a_zcdp_split_worth_epsilon_zero_is_refused_clearly():
+    # issue 26: epsilon far below delta -- a zCDP part converts to epsilon 0
+    # at delta, and the next step said "got 0.0" without the requested value
+    from skuserdp.privacy import split_for_fits, split_zcdp
+    with pytest.raises(ValueError, match=r"epsilon=1e-09 is too small for delta"):
+        split_for_fits(1e-9, 1e-6, 2, zcdp=True)
+    with pytest.raises(ValueError, match=r"epsilon=1e-09 is too small for delta"):
+        split_zcdp(1e-9, 1e-6, 0.1)
+    assert split_for_fits(1e-9, 1e-6, 2, zcdp=False) == (5e-10, 5e-07)
+    assert split_zcdp(1.0, 1e-6, 0.1)[1] > 0

@@ -393,6 +393,9 @@ def test_audit_estimator_bad_inputs():
         audit_estimator(ToyLaplaceMean(), X, Xp, statistic="mean_")
     with pytest.raises(ValueError):
         audit_estimator(ToyLaplaceMean(), X, Xp, groups=g[:-1])
+    for n_jobs in (1.5, 0, True, "2"):  # issue 26: 1.5 was silently accepted
+        with pytest.raises(ValueError, match="n_jobs must be"):
+            audit_estimator(ToyLaplaceMean(), X, Xp, n_jobs=n_jobs)
 
     class NoSeed(BaseEstimator):
         def __init__(self, epsilon=1.0):

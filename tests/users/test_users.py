@@ -226,3 +226,53 @@ def test_select_model_privately_refuses_misaligned_pandas_groups():
     with pytest.raises(ValueError, match="index differs"):
         select_model_privately(models, X, y, groups=groups, epsilon=1.0,
                                loss_bound=100.0, random_state=0)
+
+
+# ------------------------------------------- issue 26: dtypes of the user ids
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.uint16,
+                                   np.int32, np.int64, np.uint64])
+def test_integer_ids_at_their_extremes_work_in_every_dtype(dtype):
+    # int8 ids -100 and 100 used to wrap around in `values - lo` (int8): an
+    # unclear error on one dataset and not on its neighbour
+    info = np.iinfo(dtype)
+    for ids in ([info.min, info.max, info.min], [info.max, info.max - 200,
+                                                 info.max],
+                [info.min + 5, info.min, info.min + 5], [-100, 100, -100]):
+        if min(ids) < info.min or max(ids) > info.max:
+            continue
+        values = np.array(ids, dtype=dtype)
+        codes, labels = check_groups(values, 3)
+        as_objects = check_groups(np.array(ids, dtype=object), 3)
+        np.testing.assert_array_equal(codes, as_objects[0])
+        assert labels.dtype == dtype
+        assert labels.tolist() == sorted(set(ids))
+        np.testing.assert_array_equal(labels[codes], values)
+
+
+def test_bool_ids_work():
+    codes, labels = check_groups(np.array([True, False, True]), 3)
+    assert codes.tolist() == [1, 0, 1] and labels.tolist() == [False, True]
+
+
+def test_mixed_type_ids_in_a_list_stay_distinct():
+    # NumPy would turn [1, "1"] into two equal strings: two users merged
+    codes, labels = check_groups([1, "1", 2, "a", 1], 5)
+    assert codes.tolist() == [0, 1, 2, 3, 0]
+    assert labels.tolist() == [1, "1", 2, "a"]
+    # a list of strings only keeps NumPy's fast path
+    assert check_groups(["b", "a", "b"], 3)[1].dtype.kind == "U"
+
+
+def test_pandas_y_with_another_index_than_x_is_refused():
+    import pandas as pd
+    from skuserdp.linear_model import UserDPLinearRegression
+    from skuserdp.users._groups import check_y_alignment
+    X = pd.DataFrame({"a": np.arange(6.0)})
+    y = pd.Series(np.arange(6.0), index=X.index[::-1])
+    with pytest.raises(ValueError, match="y is a pandas Series whose index"):
+        check_y_alignment(y, X)
+    check_y_alignment(y.reset_index(drop=True), X)
+    check_y_alignment(y.to_numpy(), X)
+    with pytest.raises(ValueError, match="y is a pandas Series whose index"):
+        UserDPLinearRegression(bounds=(0, 6), target_bounds=(0, 6)).fit(
+            X, y, groups=np.arange(6) % 3)
