@@ -77,9 +77,12 @@ class BudgetedEstimator(DelegatingMixin, UserLevelMixin, MetaEstimatorMixin,
     on every estimator or a global context: a global context is invisible
     to joblib workers, and diffprivlib's accountant parameter is
     deep-copied by ``clone``, so clones charge copies. The accountant is a
-    handle that copies to itself, and it refuses to be pickled, so a fit in
-    a joblib *process* worker fails loudly instead of charging a copy. Use
-    ``n_jobs=1`` or ``joblib.parallel_backend("threading")``.
+    handle that copies to itself; pickled (sent to a joblib *process*
+    worker), it becomes a detached copy that refuses to charge, so a fit
+    there fails loudly with
+    :class:`~skuserdp.exceptions.DetachedAccountantError` instead of
+    charging a copy. Use ``n_jobs=1`` or threads
+    (``joblib.parallel_config(backend="threading")``).
 
     Examples
     --------
