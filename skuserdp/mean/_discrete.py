@@ -35,6 +35,7 @@ from ..base import (
 )
 from ..privacy import ApproxDP
 from ..privacy._conversion import report_spend
+from ..users._column import split_groups_column
 from ..users._dask import is_dask_collection
 from ..users._groups import check_groups_alignment
 from ..utils._docstrings import fill_doc
@@ -295,6 +296,7 @@ class DiscreteDistributionEstimator(UserLevelMixin, BaseEstimator):
         self : object
             The fitted estimator.
         """
+        X, groups = split_groups_column(X, groups)  # groups='column name'
         if is_dask_collection(X) or is_dask_collection(groups):
             classes = self._check_classes()
             table = dask_user_table(

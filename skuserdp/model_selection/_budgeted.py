@@ -12,6 +12,7 @@ from sklearn.utils._param_validation import HasMethods
 
 from ..base import UserLevelMixin
 from ..privacy import BudgetAccountant
+from ..users._column import split_groups_column
 from ..utils._random import charged_fit_seed, forget_fit_seeds, set_fit_seeds
 from ._delegation import DelegatingMixin
 
@@ -126,8 +127,10 @@ class BudgetedEstimator(DelegatingMixin, UserLevelMixin, MetaEstimatorMixin,
             Rows of all users. Not modified.
         y : array-like of shape (n_samples,), default=None
             Targets, for supervised estimators.
-        groups : array-like of shape (n_samples,), default=None
-            User id of every row (the unit of privacy), passed on.
+        groups : array-like of shape (n_samples,) or str, default=None
+            User id of every row (the unit of privacy), passed on; or the
+            name of the user-id column of a pandas DataFrame ``X``, taken
+            out of ``X`` (not a feature).
 
         Returns
         -------
@@ -139,6 +142,7 @@ class BudgetedEstimator(DelegatingMixin, UserLevelMixin, MetaEstimatorMixin,
         BudgetExceededError
             When the accountant refuses the charge; the fit is discarded.
         """
+        X, groups = split_groups_column(X, groups)  # groups='column name'
         est = clone(self.estimator)
         # every charged fit gets its own noise, even with a seeded estimator:
         # composition assumes independent releases (and clone copies seeds)

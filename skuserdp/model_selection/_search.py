@@ -30,6 +30,7 @@ from ..privacy import (
     split_for_fits,
     split_off,
 )
+from ..users._column import split_groups_column
 from ..users._dask import refuse_dask
 from ..users._groups import check_groups_alignment
 from ..utils._random import (
@@ -171,6 +172,11 @@ class PrivateGridSearch(DelegatingMixin, UserLevelMixin, MetaEstimatorMixin,
         Its ε and δ.
     n_users_train_, n_users_validation_ : int
         The sizes of the two parts.
+    n_features_in_ : int
+        Number of features seen in ``fit``.
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
+        Names of the features, when ``X`` has string column names (without
+        a ``groups`` column).
 
     See Also
     --------
@@ -292,9 +298,11 @@ class PrivateGridSearch(DelegatingMixin, UserLevelMixin, MetaEstimatorMixin,
             Rows of all users. Not modified.
         y : array-like of shape (n_samples,), default=None
             Targets (supervised estimators).
-        groups : array-like of shape (n_samples,), default=None
+        groups : array-like of shape (n_samples,) or str, default=None
             User id of every row: the unit of privacy. ``None`` treats every
-            row as its own user (with an ItemLevelPrivacyWarning).
+            row as its own user (with an ItemLevelPrivacyWarning). With a
+            pandas DataFrame ``X``, the name of its user-id column, which is
+            then not a feature.
 
         Returns
         -------
@@ -302,6 +310,7 @@ class PrivateGridSearch(DelegatingMixin, UserLevelMixin, MetaEstimatorMixin,
             The fitted search.
         """
         grid = self._check_params()
+        X, groups = split_groups_column(X, groups)  # groups='column name'
         refuse_dask(type(self).__name__, X, y, groups)
         _check_not_sparse(X)
         check_groups_alignment(groups, X)
@@ -398,6 +407,8 @@ class PrivateGridSearch(DelegatingMixin, UserLevelMixin, MetaEstimatorMixin,
         self.n_users_validation_ = n_val
         if hasattr(best, "n_features_in_"):
             self.n_features_in_ = best.n_features_in_
+        if hasattr(best, "feature_names_in_"):
+            self.feature_names_in_ = best.feature_names_in_
         return self
 
     def __sklearn_tags__(self):
