@@ -195,3 +195,44 @@ def test_groups_column_name_in_the_meta_estimators_and_user_means():
     np.testing.assert_array_equal(table.means, user_means(df[names], ids).means)
     with pytest.raises(ValueError, match="not a pandas DataFrame"):
         user_means(df[names].to_numpy(), "uid")
+
+
+# ------------------------------------------------- the README's snippets
+def _readme_blocks(section=None):
+    """The ```python blocks of README.md (of one ``## section`` if given)."""
+    import pathlib
+    import re
+    text = (pathlib.Path(__file__).parents[1] / "README.md").read_text("utf-8")
+    if section is not None:
+        text = text[text.index(f"## {section}\n"):]
+        text = text[:text.index("\n## ", 1)]
+    return re.findall(r"```python\n(.*?)```", text, re.S)
+
+
+def test_readme_scikit_learn_snippets_run():
+    # the quickstart (X, user_ids) and then the section's snippet, as written
+    namespace = {}
+    exec(_readme_blocks()[0], namespace)
+    (snippet,) = _readme_blocks("Using it with scikit-learn")
+    exec(snippet, namespace)
+    search, scores = namespace["search"], namespace["scores"]
+    assert search.best_estimator_.n_users_ == 2000  # routed: users, not rows
+    assert np.isfinite(scores["test_score"]).all()
+    assert len(scores["test_score"]) == 5
+    # what the section says about the other forms
+    X, user_ids = namespace["X"], namespace["user_ids"]
+    est = ClipNoiseMeanEstimator(bounds=(-5, 5))
+    with sklearn.config_context(enable_metadata_routing=True):
+        with pytest.raises(ValueError, match="`groups` can only be passed if "
+                                             "metadata routing is not enabled"):
+            cross_validate(est, X, groups=user_ids, cv=GroupKFold(5))
+    # without routing, params reach the fit but not the splitter
+    with pytest.raises(ValueError, match="'groups' parameter should not be None"):
+        cross_validate(est, X, params={"groups": user_ids}, cv=GroupKFold(5))
+    # ... and the regressor's form, with y
+    reg = UserDPSGDRegressor(**_PARAMS["UserDPSGDRegressor"])
+    df, y, ids, names = _frame_for(reg)
+    with sklearn.config_context(enable_metadata_routing=True):
+        res = cross_validate(reg, df[names], y, params={"groups": ids},
+                             cv=GroupKFold(3), return_estimator=True)
+    assert all(fitted.n_users_ < 40 for fitted in res["estimator"])
