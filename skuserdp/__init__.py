@@ -15,6 +15,7 @@ from .datasets import make_user_samples
 from .exceptions import (
     AccuracyWarning,
     BudgetExceededError,
+    DetachedAccountantError,
     ItemLevelPrivacyWarning,
     YIgnoredWarning,
 )
@@ -61,6 +62,7 @@ __all__ = [
     # warnings and errors
     "AccuracyWarning",
     "BudgetExceededError",
+    "DetachedAccountantError",
     "ItemLevelPrivacyWarning",
     "YIgnoredWarning",
     "__version__",

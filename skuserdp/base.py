@@ -33,6 +33,7 @@ from .privacy._conversion import report_spend
 from .users import check_groups
 from .users._groups import check_groups_alignment
 from .users._aggregate import _means_by_code
+from .users._column import split_groups_column
 from .users._dask import dask_user_table as _dask_user_table
 from .users._dask import is_dask_collection
 from .utils._numeric import quiet_floating_point, stable_norm
@@ -404,8 +405,9 @@ class UserLevelMeanEstimator(UserLevelMixin, BaseEstimator):
             fine). This defines the unit of privacy. ``None`` treats every
             row as its own user and emits an
             :class:`~skuserdp.exceptions.ItemLevelPrivacyWarning`. With a
-            Dask DataFrame ``X``, the name of its user-id column (not a
-            feature then) or a Dask Series partitioned like ``X``.
+            pandas or Dask DataFrame ``X``, the name of its user-id column
+            (not a feature then), or with a Dask ``X`` a Dask Series
+            partitioned like ``X``.
 
         Returns
         -------
@@ -413,6 +415,7 @@ class UserLevelMeanEstimator(UserLevelMixin, BaseEstimator):
             The fitted estimator.
         """
         with quiet_floating_point():  # no warning may depend on the data
+            X, groups = split_groups_column(X, groups)  # groups='column name'
             if is_dask_collection(X) or is_dask_collection(groups):
                 U = dask_user_table(self, X, y, groups)[0].means
                 n_users = U.shape[0]
@@ -550,8 +553,9 @@ class UserLevelMeanEstimator(UserLevelMixin, BaseEstimator):
             Held-out rows.
         y : None
             Ignored.
-        groups : array-like of shape (n_samples,), default=None
-            User id of every held-out row; ``None`` treats rows as users.
+        groups : array-like of shape (n_samples,) or str, default=None
+            User id of every held-out row (or the name of ``X``'s user-id
+            column); ``None`` treats rows as users.
         sample_weight : None
             Ignored; present so that ``Pipeline.score`` works under metadata
             routing.
@@ -562,6 +566,7 @@ class UserLevelMeanEstimator(UserLevelMixin, BaseEstimator):
             Negative squared ℓ2 error.
         """
         check_is_fitted(self)
+        X, groups = split_groups_column(X, groups)  # groups='column name'
         if is_dask_collection(X) or is_dask_collection(groups):
             # the held-out users' table; groups=None: every row its own user
             table = dask_user_table(self, X, None, groups, reset=False,

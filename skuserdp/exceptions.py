@@ -3,6 +3,7 @@
 __all__ = [
     "AccuracyWarning",
     "BudgetExceededError",
+    "DetachedAccountantError",
     "ItemLevelPrivacyWarning",
     "YIgnoredWarning",
 ]
@@ -48,4 +49,20 @@ class BudgetExceededError(ValueError):
     discarded before anything is released: the decision depends only on public
     values (the fit's privacy loss is a function of its public plan), so
     refusing leaks nothing.
+    """
+
+
+class DetachedAccountantError(RuntimeError):
+    """A pickled copy of a BudgetAccountant was asked to charge.
+
+    A :class:`~skuserdp.privacy.BudgetAccountant` lives in the process that
+    created it. Pickling it (which is how joblib sends an estimator to a
+    *process* worker: ``n_jobs > 1`` with the default ``"loky"`` backend or
+    ``"multiprocessing"``) gives a *detached* copy: its ledger can be read,
+    but :meth:`~skuserdp.privacy.BudgetAccountant.charge`,
+    :meth:`~skuserdp.privacy.BudgetAccountant.would_fit` and
+    :meth:`~skuserdp.privacy.BudgetAccountant.new_stream` raise this error,
+    because charges in another process would never reach the real ledger.
+    Fit with ``n_jobs=1``, or with threads
+    (``joblib.parallel_config(backend="threading")``).
     """

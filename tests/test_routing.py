@@ -14,6 +14,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer
 
 from skuserdp.exceptions import ItemLevelPrivacyWarning
+from skuserdp.linear_model import UserDPSGDRegressor
 from skuserdp.mean import ClipNoiseMeanEstimator
 from skuserdp.users import user_means
 
@@ -92,3 +93,146 @@ def test_without_routing_the_fit_warns_item_level():
     with pytest.warns(ItemLevelPrivacyWarning):
         gs.fit(X, groups=groups)
     assert gs.best_estimator_.n_users_ == X.shape[0]  # rows, not users
+
+
+# ------------------------------------------ groups as a column name (pandas)
+#: constructor arguments for 40 users and three features (as in test_common)
+_BOX = dict(bounds=(-10.0, 10.0), random_state=0)
+_PARAMS = {
+    "FewUsersBallEstimator": dict(epsilon=1.0, delta=0.3, radius=10.0,
+                                  random_state=0),
+    "DiscreteDistributionEstimator": dict(classes=[0, 1, 2, 3], delta=0.3,
+                                          random_state=0),
+    "UserDPSGDRegressor": dict(epsilon=1000.0, delta=1e-3, target_bounds=(-10, 10),
+                               max_iter=5, **_BOX),
+    "UserDPSGDClassifier": dict(epsilon=1000.0, delta=1e-3, classes=[0, 1],
+                                max_iter=5, **_BOX),
+    "UserDPLinearRegression": dict(epsilon=1000.0, delta=1e-3,
+                                   target_bounds=(-10, 10), **_BOX),
+    "ThreadedClipNoiseEstimator": dict(moment_bound=1.0, **_BOX),
+}
+
+
+def _estimators():
+    from skuserdp.utils.discovery import all_estimators
+    return [cls(**_PARAMS.get(name, _BOX)) for name, cls in all_estimators()]
+
+
+def _frame_for(estimator):
+    """(table with the id column 'uid' first, y, the ids, the feature names)."""
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(0)
+    g = np.repeat(np.arange(40), 3)
+    X = rng.normal(size=(g.size, 3)) * 0.3 + 0.2
+    names = ["a", "b", "c"]
+    if type(estimator).__name__ == "DiscreteDistributionEstimator":
+        X, names = np.digitize(X[:, :1], [0.0, 0.2, 0.4]), ["category"]
+    y = None
+    if sklearn.base.is_regressor(estimator):
+        y = X[:, 0] - 0.5 * X[:, -1]
+    elif sklearn.base.is_classifier(estimator):
+        y = (X[:, 0] > 0.2).astype(int)
+    df = pd.DataFrame(X, columns=names)
+    df.insert(0, "uid", [f"user-{k}" for k in g])
+    return df, y, df["uid"], names
+
+
+def _output(est):
+    for name in ("mean_", "probabilities_", "coef_"):
+        if hasattr(est, name):
+            return getattr(est, name)
+
+
+@pytest.mark.filterwarnings("ignore::skuserdp.exceptions.AccuracyWarning")  # 40 users
+@pytest.mark.parametrize("estimator", _estimators(), ids=lambda e: type(e).__name__)
+def test_groups_column_name_is_taken_out_of_a_dataframe(estimator):
+    # fit(df, groups="uid") is fit(df without uid, groups=df["uid"]): the id
+    # column is the unit of privacy, not a feature; score takes it too
+    df, y, ids, names = _frame_for(estimator)
+    by_name = sklearn.base.clone(estimator).fit(df, y, groups="uid")
+    by_ids = sklearn.base.clone(estimator).fit(df[names], y, groups=ids)
+    np.testing.assert_array_equal(_output(by_name), _output(by_ids))
+    assert list(by_name.feature_names_in_) == names and by_name.n_users_ == 40
+    assert list(df.columns) == ["uid", *names]  # the caller's table is unchanged
+    if hasattr(by_name, "score"):
+        score = by_ids.score(df[names], y, groups=ids)
+        assert by_name.score(df, y, groups="uid") == score
+
+
+@pytest.mark.parametrize("estimator", [
+    ClipNoiseMeanEstimator(**_BOX),
+    UserDPSGDRegressor(**_PARAMS["UserDPSGDRegressor"]),
+], ids=lambda e: type(e).__name__)
+def test_groups_column_name_errors(estimator):
+    df, y, _, names = _frame_for(estimator)
+    est = sklearn.base.clone(estimator)
+    with pytest.raises(ValueError, match="'idcode' is not a column of X.*'uid'"):
+        est.fit(df, y, groups="idcode")
+    with pytest.raises(ValueError, match="X is a ndarray, not a pandas DataFrame.*"
+                                         "groups=user_ids"):
+        est.fit(df[names].to_numpy(), y, groups="uid")
+
+
+@pytest.mark.filterwarnings("ignore::skuserdp.exceptions.AccuracyWarning")
+def test_groups_column_name_in_the_meta_estimators_and_user_means():
+    from skuserdp.model_selection import BudgetedEstimator, PrivateGridSearch
+    from skuserdp.privacy import BudgetAccountant
+
+    est = ClipNoiseMeanEstimator(**_BOX)
+    df, _, ids, names = _frame_for(est)
+    budgeted = BudgetedEstimator(est, BudgetAccountant(10.0, 1e-5)).fit(
+        df, groups="uid")
+    assert list(budgeted.feature_names_in_) == names
+    assert list(budgeted.estimator_.feature_names_in_) == names
+    assert np.isfinite(budgeted.score(df, groups="uid"))
+    kwargs = dict(param_grid={"radius": [1.0, 10.0]}, epsilon=5.0, loss_bound=100.0,
+                  tau=1.0, random_state=0)
+    a = PrivateGridSearch(est, **kwargs).fit(df, groups="uid")
+    b = PrivateGridSearch(est, **kwargs).fit(df[names], groups=ids)
+    np.testing.assert_array_equal(a.best_estimator_.mean_, b.best_estimator_.mean_)
+    assert list(a.feature_names_in_) == names
+    table = user_means(df, "uid")
+    np.testing.assert_array_equal(table.means, user_means(df[names], ids).means)
+    with pytest.raises(ValueError, match="not a pandas DataFrame"):
+        user_means(df[names].to_numpy(), "uid")
+
+
+# ------------------------------------------------- the README's snippets
+def _readme_blocks(section=None):
+    """The ```python blocks of README.md (of one ``## section`` if given)."""
+    import pathlib
+    import re
+    text = (pathlib.Path(__file__).parents[1] / "README.md").read_text("utf-8")
+    if section is not None:
+        text = text[text.index(f"## {section}\n"):]
+        text = text[:text.index("\n## ", 1)]
+    return re.findall(r"```python\n(.*?)```", text, re.S)
+
+
+def test_readme_scikit_learn_snippets_run():
+    # the quickstart (X, user_ids) and then the section's snippet, as written
+    namespace = {}
+    exec(_readme_blocks()[0], namespace)
+    (snippet,) = _readme_blocks("Using it with scikit-learn")
+    exec(snippet, namespace)
+    search, scores = namespace["search"], namespace["scores"]
+    assert search.best_estimator_.n_users_ == 2000  # routed: users, not rows
+    assert np.isfinite(scores["test_score"]).all()
+    assert len(scores["test_score"]) == 5
+    # what the section says about the other forms
+    X, user_ids = namespace["X"], namespace["user_ids"]
+    est = ClipNoiseMeanEstimator(bounds=(-5, 5))
+    with sklearn.config_context(enable_metadata_routing=True):
+        with pytest.raises(ValueError, match="`groups` can only be passed if "
+                                             "metadata routing is not enabled"):
+            cross_validate(est, X, groups=user_ids, cv=GroupKFold(5))
+    # without routing, params reach the fit but not the splitter
+    with pytest.raises(ValueError, match="'groups' parameter should not be None"):
+        cross_validate(est, X, params={"groups": user_ids}, cv=GroupKFold(5))
+    # ... and the regressor's form, with y
+    reg = UserDPSGDRegressor(**_PARAMS["UserDPSGDRegressor"])
+    df, y, ids, names = _frame_for(reg)
+    with sklearn.config_context(enable_metadata_routing=True):
+        res = cross_validate(reg, df[names], y, params={"groups": ids},
+                             cv=GroupKFold(3), return_estimator=True)
+    assert all(fitted.n_users_ < 40 for fitted in res["estimator"])

@@ -26,6 +26,7 @@ from ..privacy import ZCDP, compose, split_for_public_bounds, split_zcdp
 from ..utils._docstrings import fill_doc
 from ..utils._numeric import quiet_floating_point
 from ..base import check_min_users
+from ..users._column import split_groups_column
 from ..users._dask import is_dask_collection
 from ..users._groups import _has_missing
 from ..utils._random import make_seed_sequence
@@ -707,10 +708,12 @@ class UserDPSGDRegressor(RegressorMixin, _BaseUserDPSGD):
             larger than memory").
         y : array-like of shape (n_samples,)
             Targets. Not modified.
-        groups : array-like of shape (n_samples,), default=None
+        groups : array-like of shape (n_samples,) or str, default=None
             User id of every row; the unit of privacy. ``None`` treats every
             row as its own user and emits an
-            :class:`~skuserdp.exceptions.ItemLevelPrivacyWarning`.
+            :class:`~skuserdp.exceptions.ItemLevelPrivacyWarning`. With a
+            pandas (or Dask) DataFrame ``X``, the name of its user-id column,
+            which is then not a feature.
 
         Returns
         -------
@@ -718,6 +721,7 @@ class UserDPSGDRegressor(RegressorMixin, _BaseUserDPSGD):
             The fitted estimator.
         """
         with quiet_floating_point():  # no warning may depend on the data
+            X, groups = split_groups_column(X, groups)  # groups='column name'
             rows, _ = self._rows(X, y, groups)
 
             def make_loss(y_half):  # the Huber threshold in box units of y
@@ -760,13 +764,15 @@ class UserDPSGDRegressor(RegressorMixin, _BaseUserDPSGD):
             Row weights.
         groups : array-like of shape (n_samples,), default=None
             Ignored (R² is a row-level score); accepted so that metadata
-            routing, which sends ``groups`` to ``score``, works.
+            routing, which sends ``groups`` to ``score``, works. A string
+            names ``X``'s user-id column, which is taken out of ``X``.
 
         Returns
         -------
         score : float
             The coefficient of determination.
         """
+        X, _ = split_groups_column(X, groups)
         return RegressorMixin.score(self, X, y, sample_weight=sample_weight)
 
     def __sklearn_tags__(self):
@@ -905,10 +911,12 @@ class UserDPSGDClassifier(ClassifierMixin, _BaseUserDPSGD):
             larger than memory").
         y : array-like of shape (n_samples,)
             Labels. Not modified.
-        groups : array-like of shape (n_samples,), default=None
+        groups : array-like of shape (n_samples,) or str, default=None
             User id of every row; the unit of privacy. ``None`` treats every
             row as its own user and emits an
-            :class:`~skuserdp.exceptions.ItemLevelPrivacyWarning`.
+            :class:`~skuserdp.exceptions.ItemLevelPrivacyWarning`. With a
+            pandas (or Dask) DataFrame ``X``, the name of its user-id column,
+            which is then not a feature.
 
         Returns
         -------
@@ -916,6 +924,7 @@ class UserDPSGDClassifier(ClassifierMixin, _BaseUserDPSGD):
             The fitted estimator.
         """
         with quiet_floating_point():  # no warning may depend on the data
+            X, groups = split_groups_column(X, groups)  # groups='column name'
             rows, y = self._rows(X, y, groups, y_numeric=False)
             if y is not None:  # in memory (Dask labels are checked in the partitions)
                 check_classification_targets(y)
@@ -998,13 +1007,15 @@ class UserDPSGDClassifier(ClassifierMixin, _BaseUserDPSGD):
             Row weights.
         groups : array-like of shape (n_samples,), default=None
             Ignored (accuracy is a row-level score); accepted so that
-            metadata routing, which sends ``groups`` to ``score``, works.
+            metadata routing, which sends ``groups`` to ``score``, works. A
+            string names ``X``'s user-id column, which is taken out of ``X``.
 
         Returns
         -------
         score : float
             The fraction of correctly classified rows.
         """
+        X, _ = split_groups_column(X, groups)
         return ClassifierMixin.score(self, X, y, sample_weight=sample_weight)
 
     def __sklearn_tags__(self):

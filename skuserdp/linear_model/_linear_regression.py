@@ -95,6 +95,7 @@ from ..utils._docstrings import fill_doc
 from ..utils._numeric import quiet_floating_point
 from ..utils._random import make_seed_sequence
 from ..base import check_min_users
+from ..users._column import split_groups_column
 from ..users._dask import is_dask_collection
 from ._base import (
     BOX_PARAMS_DOC,
@@ -591,10 +592,12 @@ class UserDPLinearRegression(RegressorMixin, _UserDPLinearModel):
             larger than memory").
         y : array-like of shape (n_samples,)
             Targets. Not modified.
-        groups : array-like of shape (n_samples,), default=None
+        groups : array-like of shape (n_samples,) or str, default=None
             User id of every row; the unit of privacy. ``None`` treats every
             row as its own user and emits an
-            :class:`~skuserdp.exceptions.ItemLevelPrivacyWarning`.
+            :class:`~skuserdp.exceptions.ItemLevelPrivacyWarning`. With a
+            pandas (or Dask) DataFrame ``X``, the name of its user-id column,
+            which is then not a feature.
 
         Returns
         -------
@@ -602,6 +605,7 @@ class UserDPLinearRegression(RegressorMixin, _UserDPLinearModel):
             The fitted estimator.
         """
         with quiet_floating_point():  # no warning may depend on the data
+            X, groups = split_groups_column(X, groups)  # groups='column name'
             if any(is_dask_collection(v) for v in (X, y, groups)):
                 # one pass over the partitions per table (the users' means for a
                 # learned box, then the statistics), see skuserdp.users._dask
@@ -773,13 +777,15 @@ class UserDPLinearRegression(RegressorMixin, _UserDPLinearModel):
             Row weights.
         groups : array-like of shape (n_samples,), default=None
             Ignored (R² is a row-level score); accepted so that metadata
-            routing, which sends ``groups`` to ``score``, works.
+            routing, which sends ``groups`` to ``score``, works. A string
+            names ``X``'s user-id column, which is taken out of ``X``.
 
         Returns
         -------
         score : float
             The coefficient of determination.
         """
+        X, _ = split_groups_column(X, groups)
         return RegressorMixin.score(self, X, y, sample_weight=sample_weight)
 
     def __sklearn_tags__(self):

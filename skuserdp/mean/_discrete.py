@@ -34,6 +34,7 @@ from ..base import (
 )
 from ..privacy import ApproxDP
 from ..privacy._conversion import report_spend
+from ..users._column import split_groups_column
 from ..users._dask import is_dask_collection
 from ..users._groups import _has_missing, check_groups_alignment
 from ..utils._docstrings import fill_doc
@@ -305,6 +306,7 @@ class DiscreteDistributionEstimator(UserLevelMixin, BaseEstimator):
             The fitted estimator.
         """
         with quiet_floating_point():  # no warning may depend on the data
+            X, groups = split_groups_column(X, groups)  # groups='column name'
             if is_dask_collection(X) or is_dask_collection(groups):
                 classes = self._check_classes()
                 table = dask_user_table(

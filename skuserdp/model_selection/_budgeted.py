@@ -12,6 +12,7 @@ from sklearn.utils._param_validation import HasMethods
 
 from ..base import UserLevelMixin
 from ..privacy import BudgetAccountant
+from ..users._column import split_groups_column
 from ..utils._random import charged_fit_seed, forget_fit_seeds, set_fit_seeds
 from ._delegation import DelegatingMixin
 
@@ -77,9 +78,12 @@ class BudgetedEstimator(DelegatingMixin, UserLevelMixin, MetaEstimatorMixin,
     on every estimator or a global context: a global context is invisible
     to joblib workers, and diffprivlib's accountant parameter is
     deep-copied by ``clone``, so clones charge copies. The accountant is a
-    handle that copies to itself, and it refuses to be pickled, so a fit in
-    a joblib *process* worker fails loudly instead of charging a copy. Use
-    ``n_jobs=1`` or ``joblib.parallel_backend("threading")``.
+    handle that copies to itself; pickled (sent to a joblib *process*
+    worker), it becomes a detached copy that refuses to charge, so a fit
+    there fails loudly with
+    :class:`~skuserdp.exceptions.DetachedAccountantError` instead of
+    charging a copy. Use ``n_jobs=1`` or threads
+    (``joblib.parallel_config(backend="threading")``).
 
     Examples
     --------
@@ -123,8 +127,10 @@ class BudgetedEstimator(DelegatingMixin, UserLevelMixin, MetaEstimatorMixin,
             Rows of all users. Not modified.
         y : array-like of shape (n_samples,), default=None
             Targets, for supervised estimators.
-        groups : array-like of shape (n_samples,), default=None
-            User id of every row (the unit of privacy), passed on.
+        groups : array-like of shape (n_samples,) or str, default=None
+            User id of every row (the unit of privacy), passed on; or the
+            name of the user-id column of a pandas DataFrame ``X``, taken
+            out of ``X`` (not a feature).
 
         Returns
         -------
@@ -136,6 +142,7 @@ class BudgetedEstimator(DelegatingMixin, UserLevelMixin, MetaEstimatorMixin,
         BudgetExceededError
             When the accountant refuses the charge; the fit is discarded.
         """
+        X, groups = split_groups_column(X, groups)  # groups='column name'
         est = clone(self.estimator)
         # every charged fit gets its own noise, even with a seeded estimator:
         # composition assumes independent releases (and clone copies seeds)

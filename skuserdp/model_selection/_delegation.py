@@ -3,6 +3,8 @@
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
+from ..users._column import split_groups_column
+
 
 def _fitted_has(name):
     def check(self):
@@ -95,8 +97,9 @@ class DelegatingMixin:
             Held-out rows.
         y : array-like of shape (n_samples,), default=None
             Held-out targets (supervised estimators).
-        groups : array-like of shape (n_samples,), default=None
-            Held-out user ids.
+        groups : array-like of shape (n_samples,) or str, default=None
+            Held-out user ids (or the name of ``X``'s user-id column, taken
+            out of ``X``).
         sample_weight : array-like of shape (n_samples,), default=None
             Passed on when given.
 
@@ -105,6 +108,7 @@ class DelegatingMixin:
         score : float
             What the fitted estimator's ``score`` returns.
         """
+        X, groups = split_groups_column(X, groups)
         kwargs = {"groups": groups}
         if sample_weight is not None:
             kwargs["sample_weight"] = sample_weight

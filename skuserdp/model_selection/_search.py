@@ -16,8 +16,10 @@ privacy quantity comes from :mod:`skuserdp.privacy`
 import numbers
 
 import numpy as np
+from sklearn import get_config
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone
 from sklearn.model_selection import ParameterGrid
+from sklearn.utils.parallel import Parallel, delayed
 
 from ..base import UserLevelMixin, _check_not_sparse, resolve_user_codes
 from ..mean._concentration import private_tau, private_tau_feasible
@@ -30,6 +32,7 @@ from ..privacy import (
     split_for_fits,
     split_off,
 )
+from ..users._column import split_groups_column
 from ..users._dask import refuse_dask
 from ..users._groups import check_groups_alignment
 from ..utils._random import (
@@ -42,6 +45,13 @@ from ..utils._random import (
 from ..utils._validation import validate_rows
 from ._delegation import DelegatingMixin
 from ._private_selection import _user_losses, private_selection
+from ._private_step import (
+    fitted_privacy_loss,
+    groups_fit_params,
+    mean_step_and_rows,
+    private_step_name,
+    private_step_prefix,
+)
 
 __all__ = ["PrivateGridSearch"]
 
@@ -57,11 +67,18 @@ SELECTION_CAP_DELTA = 1e-12
 def _mean_squared_distance(estimator, X, y):
     """Per-row loss of a mean estimator: ``‖mean_ − x‖²`` (the user's
     average is ``‖mean_ − x̄_u‖²`` plus the user's own spread, which is the
-    same for every candidate)."""
+    same for every candidate). In a Pipeline, ``x`` is the row as the mean
+    estimator sees it (after the steps before it)."""
+    estimator, X = mean_step_and_rows(estimator, X)
     # (as the estimator's fit would: finite numbers, no data value in messages)
     X = validate_rows(estimator, X, reset=False, dtype=np.float64)
     diff = X - estimator.mean_
     return np.einsum("ij,ij->i", diff, diff)
+
+
+def _fit_candidate(estimator, X, y, fit_params):
+    """Fit one candidate (in a joblib worker when ``n_jobs`` > 1)."""
+    return estimator.fit(X, y, **fit_params)
 
 
 class PrivateGridSearch(DelegatingMixin, UserLevelMixin, MetaEstimatorMixin,
@@ -88,11 +105,26 @@ class PrivateGridSearch(DelegatingMixin, UserLevelMixin, MetaEstimatorMixin,
     Parameters
     ----------
     estimator : estimator instance
-        A skuserdp estimator with ``epsilon`` and ``delta`` parameters. Its
-        own ``epsilon`` and ``delta`` are replaced by the per-fit budget.
+        A skuserdp estimator with ``epsilon`` and ``delta`` parameters (the
+        *private step*), a
+        :class:`~skuserdp.model_selection.BudgetedEstimator` of one, or a
+        ``Pipeline`` that ends in one. The private step's ``epsilon`` and
+        ``delta`` (e.g. ``userdpsgdregressor__epsilon``) are replaced by the
+        per-fit budget. The other steps of a Pipeline are fitted on the
+        private training users and published with the winner, so they must
+        learn nothing from the data: ``FunctionTransformer`` (its ``func``
+        acting on each row alone), ``Normalizer``, ``Binarizer``,
+        ``PolynomialFeatures``, ``OneHotEncoder``/``OrdinalEncoder`` with
+        declared ``categories=[...]`` (``handle_unknown="ignore"``,
+        resp. ``"use_encoded_value"``; dense output), a ``FrozenEstimator``
+        of a step fitted on public data, and ``ColumnTransformer``,
+        ``Pipeline`` or ``FeatureUnion`` of such. Any other step (e.g.
+        ``StandardScaler``, which reads the means) is refused by name
+        before anything is fitted (docs: *One budget across fits*).
     param_grid : dict or list of dicts
-        As for ``GridSearchCV``; must not contain ``epsilon`` or ``delta``
-        (the budget is the search's).
+        As for ``GridSearchCV``, with ``step__param`` names for a Pipeline;
+        must not contain ``epsilon`` or ``delta``, at any depth (the budget
+        is the search's). Every candidate is checked as ``estimator`` is.
     epsilon : float, default=1.0
         Total ε of the search, ``> 0``.
     delta : float, default=1e-6
@@ -153,12 +185,20 @@ class PrivateGridSearch(DelegatingMixin, UserLevelMixin, MetaEstimatorMixin,
         with ``random_state=None``: no seed material of any fit is exposed.
         With an ``accountant``, every search charged to it gets its own
         stream, even with an int seed.
+    n_jobs : int, default=None
+        Number of candidates fitted in parallel (joblib; ``None`` means 1
+        unless in a ``joblib.parallel_config`` context, ``-1`` all cores).
+        The results are the same for every ``n_jobs`` and backend: every
+        candidate's seed is fixed before the fits are dispatched. The
+        ``accountant`` is charged once, in this process, after the fits
+        (it never reaches a worker); the candidates' warnings stay in
+        process workers.
 
     Attributes
     ----------
     best_estimator_ : estimator
         The selected candidate, fitted on the training users (its
-        ``random_state`` parameters set to ``None``).
+        ``random_state`` parameters, nested ones included, set to ``None``).
     best_index_ : int
         Its index in ``cv_results_["params"]``.
     best_params_ : dict
@@ -172,13 +212,18 @@ class PrivateGridSearch(DelegatingMixin, UserLevelMixin, MetaEstimatorMixin,
         The selection's public record (index, released value, number of
         releases, its privacy loss, plan).
     fit_losses_ : list
-        The privacy loss of every candidate's fit.
+        The privacy loss of every candidate's fit (of its private step).
     privacy_loss_ : ApproxDP
         The search's total spend.
     epsilon_, delta_ : float
         Its ε and δ.
     n_users_train_, n_users_validation_ : int
         The sizes of the two parts.
+    n_features_in_ : int
+        Number of features seen in ``fit``.
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
+        Names of the features, when ``X`` has string column names (without
+        a ``groups`` column).
 
     See Also
     --------
@@ -209,7 +254,8 @@ class PrivateGridSearch(DelegatingMixin, UserLevelMixin, MetaEstimatorMixin,
     def __init__(self, estimator, param_grid, *, epsilon=1.0, delta=1e-6,
                  loss_bound=None, loss="auto", validation_fraction=0.25,
                  budget_split="auto", samples_per_user=None, tau="auto",
-                 tau_share=0.1, alpha=0.1, accountant=None, random_state=None):
+                 tau_share=0.1, alpha=0.1, accountant=None, random_state=None,
+                 n_jobs=None):
         self.estimator = estimator
         self.param_grid = param_grid
         self.epsilon = epsilon
@@ -224,6 +270,7 @@ class PrivateGridSearch(DelegatingMixin, UserLevelMixin, MetaEstimatorMixin,
         self.alpha = alpha
         self.accountant = accountant
         self.random_state = random_state
+        self.n_jobs = n_jobs
 
     def _check_params(self):
         if self.loss_bound is None:
@@ -249,18 +296,31 @@ class PrivateGridSearch(DelegatingMixin, UserLevelMixin, MetaEstimatorMixin,
         if self.accountant is not None and not isinstance(self.accountant,
                                                           BudgetAccountant):
             raise TypeError("accountant must be a BudgetAccountant or None.")
-        params = self.estimator.get_params()
-        if "epsilon" not in params or "delta" not in params:
-            raise TypeError(f"{type(self.estimator).__name__} has no epsilon/delta "
-                            "parameters: only skuserdp estimators can be searched.")
+        if self.n_jobs is not None and (isinstance(self.n_jobs, bool) or not isinstance(
+                self.n_jobs, numbers.Integral) or self.n_jobs == 0):
+            raise ValueError("n_jobs must be None, a positive int or a negative "
+                             f"int (-1 = all cores), got {self.n_jobs!r}.")
+        private_step_prefix(self.estimator)  # the estimator's structure
         grid = list(ParameterGrid(self.param_grid))
         for point in grid:
-            if {"epsilon", "delta"} & set(point):
+            if any(name.rsplit("__", 1)[-1] in ("epsilon", "delta") for name in point):
                 raise ValueError(
-                    "param_grid must not contain epsilon or delta: the search "
-                    "spends its own (epsilon, delta) and splits it between the "
-                    "fits. To compare budgets, compare searches on public data.")
+                    "param_grid must not contain epsilon or delta (nor "
+                    "step__epsilon, step__delta): the search spends its own "
+                    "(epsilon, delta) and splits it between the fits. To compare "
+                    "budgets, compare searches on public data.")
         return grid
+
+    def _candidates(self, grid, epsilon, delta):
+        """A clone of ``estimator`` per grid point, its private step at the
+        per-fit budget; every one checked before anything is fitted."""
+        candidates = []
+        for point in grid:
+            est = clone(self.estimator).set_params(**point)
+            prefix = private_step_prefix(est)  # a grid may replace a step
+            est.set_params(**{f"{prefix}epsilon": epsilon, f"{prefix}delta": delta})
+            candidates.append(est)
+        return candidates
 
     def _loss(self):
         if self.loss != "auto":
@@ -300,9 +360,11 @@ class PrivateGridSearch(DelegatingMixin, UserLevelMixin, MetaEstimatorMixin,
             Rows of all users. Not modified.
         y : array-like of shape (n_samples,), default=None
             Targets (supervised estimators).
-        groups : array-like of shape (n_samples,), default=None
+        groups : array-like of shape (n_samples,) or str, default=None
             User id of every row: the unit of privacy. ``None`` treats every
-            row as its own user (with an ItemLevelPrivacyWarning).
+            row as its own user (with an ItemLevelPrivacyWarning). With a
+            pandas DataFrame ``X``, the name of its user-id column, which is
+            then not a feature.
 
         Returns
         -------
@@ -310,6 +372,13 @@ class PrivateGridSearch(DelegatingMixin, UserLevelMixin, MetaEstimatorMixin,
             The fitted search.
         """
         grid = self._check_params()
+        zcdp = (self.budget_split == "zcdp"
+                or (self.budget_split == "auto" and self.delta > 0))
+        eps_i, delta_i = split_for_fits(self.epsilon, self.delta, len(grid),
+                                        zcdp=zcdp)
+        # every candidate built and checked before the data is touched
+        candidates = self._candidates(grid, eps_i, delta_i)
+        X, groups = split_groups_column(X, groups)  # groups='column name'
         refuse_dask(type(self).__name__, X, y, groups)
         _check_not_sparse(X)
         check_groups_alignment(groups, X)
@@ -338,24 +407,22 @@ class PrivateGridSearch(DelegatingMixin, UserLevelMixin, MetaEstimatorMixin,
         take = (lambda a, m: None if a is None else
                 (a.iloc[m] if hasattr(a, "iloc") else np.asarray(a)[m]))
         g = np.asarray(codes)
-        zcdp = (self.budget_split == "zcdp"
-                or (self.budget_split == "auto" and self.delta > 0))
-        eps_i, delta_i = split_for_fits(self.epsilon, self.delta, len(grid),
-                                        zcdp=zcdp)
-        seeds = fit_seed.spawn(len(grid))
-        candidates, losses = [], []
-        for point, seed in zip(grid, seeds):
-            est = clone(self.estimator).set_params(**point, epsilon=eps_i,
-                                                   delta=delta_i)
-            # each candidate's noise: its own child of the search's root
-            # (fresh entropy when the search's random_state is None); the
-            # candidates are published without it
-            names = set_fit_seeds(est, lambda name, value, s=seed: s.spawn(1)[0])
-            est.fit(take(X_arr, ~val_rows), take(y, ~val_rows),
-                    groups=g[~val_rows])
+        # each candidate's noise: its own child of the search's root (fresh
+        # entropy when the search's random_state is None), fixed before the
+        # fits are dispatched, so that n_jobs and the backend change nothing;
+        # the candidates are published without it
+        seed_names = [set_fit_seeds(est, lambda name, value, s=seed: s.spawn(1)[0])
+                      for est, seed in zip(candidates, fit_seed.spawn(len(grid)))]
+        X_train, y_train = take(X_arr, ~val_rows), take(y, ~val_rows)
+        routing = get_config()["enable_metadata_routing"]
+        candidates = Parallel(n_jobs=self.n_jobs)(
+            delayed(_fit_candidate)(
+                est, X_train, y_train,
+                groups_fit_params(est, g[~val_rows], routing))
+            for est in candidates)
+        for est, names in zip(candidates, seed_names):
             forget_fit_seeds(est, names)
-            candidates.append(est)
-            losses.append(est.privacy_loss_)
+        losses = [fitted_privacy_loss(est) for est in candidates]
         try:
             fits = compose_spend(losses, self.delta)
         except ValueError:  # their δ alone exceed the search's
@@ -366,7 +433,7 @@ class PrivateGridSearch(DelegatingMixin, UserLevelMixin, MetaEstimatorMixin,
                 f"the {len(grid)} fits spend {fits or 'more than delta'} together, "
                 "over the search's "
                 f"budget (epsilon={self.epsilon}, delta={self.delta}): "
-                f"{type(self.estimator).__name__} is not accounted in zCDP with "
+                f"{private_step_name(self.estimator)} is not accounted in zCDP with "
                 "this configuration. Use budget_split='basic'. Nothing was "
                 "released.")
         tau_seed, select_seed = select_seed.spawn(2)
@@ -388,8 +455,9 @@ class PrivateGridSearch(DelegatingMixin, UserLevelMixin, MetaEstimatorMixin,
                      else compose(tau_loss, result.privacy_loss))
         spend = compose_parallel(fits, selection)
         if self.accountant is not None:
+            what = private_step_name(self.estimator)
             self.accountant.charge(spend, label=f"PrivateGridSearch({len(grid)} "
-                                   f"candidates of {type(self.estimator).__name__})")
+                                   f"candidates of {what})")
         self.best_index_ = result.index
         self.best_estimator_ = best
         self.best_params_ = grid[result.index]
@@ -410,6 +478,8 @@ class PrivateGridSearch(DelegatingMixin, UserLevelMixin, MetaEstimatorMixin,
         self.n_users_validation_ = n_val
         if hasattr(best, "n_features_in_"):
             self.n_features_in_ = best.n_features_in_
+        if hasattr(best, "feature_names_in_"):
+            self.feature_names_in_ = best.feature_names_in_
         return self
 
     def __sklearn_tags__(self):

@@ -11,15 +11,17 @@ passes a mutable accountant as an estimator parameter, and
 ``sklearn.clone`` deep-copies it, so clones charge copies and the real
 ledger never sees them. Here ``copy.deepcopy`` (hence ``clone``,
 ``GridSearchCV`` and ``Pipeline``) returns the same accountant, charges
-are serialised by a lock (threads), and pickling it -- sending it to a
-joblib process worker, where its charges would be lost -- raises a clear
-error instead of silently forking the ledger.
+are serialised by a lock (threads), and pickling it -- which is how joblib
+sends it to a process worker -- gives a *detached* copy: a read-only
+snapshot of the ledger that refuses to charge with a clear
+:class:`~skuserdp.exceptions.DetachedAccountantError` (its charges would be
+lost to the real ledger) instead of silently forking it.
 """
 
 import itertools
 import threading
 
-from ..exceptions import BudgetExceededError
+from ..exceptions import BudgetExceededError, DetachedAccountantError
 from ._budget import ZCDP, ApproxDP, PureDP, _check_nonneg_finite
 from ._composition import compose_spend
 
@@ -47,6 +49,8 @@ class BudgetAccountant:
     ----------
     ledger : tuple of (str, loss)
         The label and privacy loss of every accepted charge, in order.
+    detached : bool
+        Whether this is a pickled copy (read-only; see Notes).
     spent : ApproxDP
         The composed spend of the ledger at ``delta``.
     remaining_epsilon : float
@@ -60,10 +64,17 @@ class BudgetAccountant:
     Notes
     -----
     Copies (``copy.deepcopy``, ``sklearn.clone``) are the same accountant.
-    Pickling raises ``TypeError``: fits in joblib *process* workers (e.g.
-    ``GridSearchCV(n_jobs=2)`` with the default loky backend) cannot charge
-    it; use ``n_jobs=1`` or the threading backend
-    (``joblib.parallel_backend("threading")``).
+    A pickled copy is not: ``pickle.loads(pickle.dumps(acc))`` is a
+    *detached* accountant, a snapshot of the ledger at pickling time that
+    can be read (``ledger``, ``spent``, ``remaining_epsilon``) but whose
+    :meth:`charge`, :meth:`would_fit` and :meth:`new_stream` raise
+    :class:`~skuserdp.exceptions.DetachedAccountantError`. That is what a
+    fit in a joblib *process* worker sees (e.g. ``GridSearchCV(n_jobs=2)``
+    or ``cross_validate(n_jobs=2)`` with the default loky backend): its
+    charges there would be lost, so it fails with that error, and the
+    ledger in the parent is unchanged. Use ``n_jobs=1`` or threads
+    (``joblib.parallel_config(backend="threading")``, or
+    ``joblib.parallel_backend("threading")``).
 
     Examples
     --------
@@ -90,6 +101,27 @@ class BudgetAccountant:
         self._ledger = []
         self._lock = threading.Lock()
         self._streams = itertools.count()
+
+    #: a pickled copy (see Notes): read-only
+    _detached = False
+
+    @property
+    def detached(self):
+        """Whether this is a detached (pickled) copy, which cannot charge."""
+        return self._detached
+
+    def _check_attached(self, method):
+        if self._detached:
+            raise DetachedAccountantError(
+                f"BudgetAccountant.{method}() was called on a detached copy of the "
+                "accountant: it was pickled, e.g. sent to a joblib process worker "
+                "(n_jobs > 1 with the default 'loky' backend, or "
+                "'multiprocessing', as in GridSearchCV(n_jobs=2) or "
+                "cross_validate(n_jobs=2)). Charges in another process would be "
+                "lost: the ledger lives in the process that created the "
+                "accountant. Fit with n_jobs=1, or with threads: "
+                "`with joblib.parallel_config(backend='threading'): ...` (or "
+                "joblib.parallel_backend('threading')). Nothing was charged.")
 
     @property
     def epsilon(self):
@@ -134,6 +166,7 @@ class BudgetAccountant:
         fits : bool
             ``True`` when :meth:`charge` would accept it now.
         """
+        self._check_attached("would_fit")
         with self._lock:
             spend = self._spend_with(loss)
         return spend is not None and spend.epsilon <= self._epsilon
@@ -150,6 +183,7 @@ class BudgetAccountant:
         stream : int
             0, 1, 2, ... in call order (thread-safe).
         """
+        self._check_attached("new_stream")
         with self._lock:
             return next(self._streams)
 
@@ -168,7 +202,10 @@ class BudgetAccountant:
         BudgetExceededError
             When the composed spend would exceed the total (the ledger is
             unchanged).
+        DetachedAccountantError
+            On a detached (pickled) copy.
         """
+        self._check_attached("charge")
         if not isinstance(loss, (PureDP, ApproxDP, ZCDP)):
             raise TypeError(f"loss must be PureDP, ApproxDP or ZCDP, got {loss!r}.")
         with self._lock:
@@ -218,10 +255,11 @@ class BudgetAccountant:
         return dp_event.ComposedDpEvent(events)
 
     def __repr__(self):
+        detached = "; detached copy" if self._detached else ""
         return (f"BudgetAccountant(epsilon={self._epsilon!r}, delta={self._delta!r}; "
-                f"{len(self._ledger)} charge(s))")
+                f"{len(self._ledger)} charge(s){detached})")
 
-    # a handle: copies are the same ledger; it cannot cross processes
+    # a handle: copies are the same ledger; a pickled copy is detached
     def __copy__(self):
         return self
 
@@ -229,7 +267,13 @@ class BudgetAccountant:
         return self
 
     def __reduce__(self):
-        raise TypeError(
-            "a BudgetAccountant cannot be pickled or sent to another process: its "
-            "charges there would be lost. Fit with n_jobs=1 or the threading "
-            "backend (joblib.parallel_backend('threading')).")
+        return (_detached_accountant, (self._epsilon, self._delta, self.ledger))
+
+
+def _detached_accountant(epsilon, delta, ledger):
+    """Unpickle a :class:`BudgetAccountant` as a detached, read-only copy."""
+    acc = BudgetAccountant(epsilon, delta)
+    acc._ledger = list(ledger)
+    acc._streams = None
+    acc._detached = True
+    return acc

@@ -119,10 +119,11 @@ def user_means(X, groups=None):
         finite.
     groups : array-like of shape (n_samples,), str or dask collection, default=None
         User id of every row (any hashable labels, e.g. a pandas Series).
-        ``None`` makes every row its own user. With a Dask DataFrame ``X``,
-        the name of its user-id column (which is then not a feature) or a
-        Dask Series partitioned like ``X``; with a Dask array ``X``, a Dask
-        array or an in-memory array.
+        ``None`` makes every row its own user. With a pandas DataFrame
+        ``X``, the name of its user-id column (which is then not a feature).
+        With a Dask DataFrame ``X``, that name or a Dask Series partitioned
+        like ``X``; with a Dask array ``X``, a Dask array or an in-memory
+        array.
 
     Returns
     -------
@@ -139,8 +140,10 @@ def user_means(X, groups=None):
     >>> means.ravel().tolist(), counts.tolist(), labels.tolist()
     ([2.0, 10.0], [2, 1], ['u', 'v'])
     """
+    from ._column import split_groups_column
     from ._dask import dask_user_table, is_dask_collection
 
+    X, groups = split_groups_column(X, groups)  # groups='column name'
     if is_dask_collection(X) or is_dask_collection(groups):
         if not is_dask_collection(X):
             raise ValueError("groups is a Dask collection but X is not: pass X "

@@ -70,10 +70,12 @@ bounds_share : float, default=None
     composition of the ``2·n_features`` releases; ``None``: 0.25). Unused
     with declared bounds.""",
     "groups": """\
-groups : array-like of shape (n_samples,), default=None
+groups : array-like of shape (n_samples,) or str, default=None
     User id of every row (any hashable labels; a pandas Series is fine). This
     defines the unit of privacy. ``None`` treats every row as its own user and
-    emits an :class:`~skuserdp.exceptions.ItemLevelPrivacyWarning`.""",
+    emits an :class:`~skuserdp.exceptions.ItemLevelPrivacyWarning`. With a
+    pandas (or Dask) DataFrame ``X``, the name of its user-id column, which
+    is then not a feature.""",
 }
 
 _ALL = {**PARAMETER_DOCS, **PARAGRAPHS}

@@ -3,18 +3,22 @@
 The acceptance test of the issue (16 fits under a total epsilon = 2, then a
 refusal, the composed spend checked against the privacy core and
 dp-accounting), the handle surviving clone, GridSearchCV and Pipeline, and
-the loud failure of process-based parallelism.
+the loud failure of process-based parallelism (a pickled accountant is a
+detached copy that refuses to charge).
 """
+
+import copy as copy_module
+import pickle
 
 import numpy as np
 import pytest
 import sklearn
-from joblib import parallel_backend
+from joblib import Parallel, delayed, parallel_backend, parallel_config
 from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV, GroupKFold
 from sklearn.pipeline import make_pipeline
 
-from skuserdp.exceptions import BudgetExceededError
+from skuserdp.exceptions import BudgetExceededError, DetachedAccountantError
 from skuserdp.linear_model import UserDPSGDRegressor
 from skuserdp.mean import ClipNoiseMeanEstimator, CoinPressMeanEstimator
 from skuserdp.model_selection import BudgetedEstimator
@@ -121,21 +125,80 @@ def test_grid_search_charges_every_fit_and_the_refit():
         assert gs.best_estimator_.estimator_.n_users_ == 300
 
 
-def test_process_workers_fail_loudly():
+def _process_search(acc, **kwargs):
+    return GridSearchCV(BudgetedEstimator(CoinPressMeanEstimator(bounds=(0, 1)), acc),
+                        {"estimator__epsilon": [0.5, 1.0]}, cv=GroupKFold(3),
+                        n_jobs=2, **kwargs)
+
+
+#: what the error says, wherever it surfaces
+DETACHED = ("BudgetAccountant.new_stream.*detached copy.*joblib process worker.*"
+            "would be lost.*n_jobs=1.*parallel_config.backend='threading'")
+
+
+def test_process_workers_fail_loudly_with_the_reason():
+    # a loky worker unpickles a detached accountant, whose new_stream raises
+    # DetachedAccountantError; joblib re-raises it in the parent with its type
+    # and message. GridSearchCV and cross_validate (error_score=np.nan) catch
+    # every fit's error and raise scikit-learn's "All the 6 fits failed"
+    # ValueError, whose message holds the error's type and message
+    import re
+
+    from sklearn.model_selection import cross_validate
+
     X, g = _data()
     acc = BudgetAccountant(epsilon=100.0, delta=1e-6)
-    gs = GridSearchCV(BudgetedEstimator(CoinPressMeanEstimator(bounds=(0, 1)), acc),
-                      {"estimator__epsilon": [0.5, 1.0]}, cv=GroupKFold(3),
-                      n_jobs=2)
     with sklearn.config_context(enable_metadata_routing=True):
-        with pytest.raises(Exception) as info:
-            gs.fit(X, groups=g)
-    chain, exc = [], info.value
-    while exc is not None:
-        chain.append(str(exc))
-        exc = exc.__cause__ or exc.__context__
-    assert any("cannot be pickled" in m for m in chain), chain
-    assert acc.ledger == ()
+        with pytest.raises(DetachedAccountantError, match=DETACHED):
+            _process_search(acc, error_score="raise").fit(X, groups=g)
+        with pytest.raises(ValueError) as info:
+            _process_search(acc).fit(X, groups=g)
+        message = str(info.value)
+        assert "All the 6 fits failed" in message
+        assert "skuserdp.exceptions.DetachedAccountantError" in message
+        assert re.search(DETACHED, message, re.S)
+        est = BudgetedEstimator(CoinPressMeanEstimator(bounds=(0, 1)), acc)
+        with pytest.raises(ValueError, match="DetachedAccountantError"):
+            cross_validate(est, X, params={"groups": g}, cv=GroupKFold(3), n_jobs=2)
+    with pytest.raises(DetachedAccountantError, match=DETACHED):
+        Parallel(n_jobs=2)(delayed(clone(est).fit)(X, groups=g) for _ in range(2))
+    assert acc.ledger == ()  # nothing was charged, here or there
+    # threads share the accountant: the same search charges its 7 fits
+    with sklearn.config_context(enable_metadata_routing=True), \
+            parallel_config(backend="threading"):
+        _process_search(acc).fit(X, groups=g)
+    assert len(acc.ledger) == 7
+
+
+def test_a_pickled_accountant_is_a_detached_read_only_snapshot():
+    acc = BudgetAccountant(epsilon=2.0, delta=1e-6)
+    acc.charge(PureDP(0.5), label="first")
+    copy = pickle.loads(pickle.dumps(acc))
+    assert copy is not acc and copy.detached and not acc.detached
+    assert copy.ledger == acc.ledger and copy.spent == acc.spent
+    assert copy.remaining_epsilon == acc.remaining_epsilon
+    assert "detached" in repr(copy) and "detached" not in repr(acc)
+    for method, args in (("charge", (PureDP(0.1),)), ("would_fit", (PureDP(0.1),)),
+                         ("new_stream", ())):
+        with pytest.raises(DetachedAccountantError, match=f"{method}.*detached"):
+            getattr(copy, method)(*args)
+    again = pickle.loads(pickle.dumps(copy))  # still detached
+    assert again.detached and again.ledger == acc.ledger
+    # the original keeps charging; a snapshot does not follow it
+    acc.charge(PureDP(0.5))
+    assert len(acc.ledger) == 2 and len(copy.ledger) == 1
+    # copies in one process are the accountant itself
+    assert copy_module.deepcopy(acc) is acc and clone(
+        BudgetedEstimator(ClipNoiseMeanEstimator(), acc)).accountant is acc
+    # a pickled fitted BudgetedEstimator predicts, and refuses to refit
+    X, g = _data()
+    est = BudgetedEstimator(ClipNoiseMeanEstimator(epsilon=0.5, delta=0.0,
+                                                   bounds=(0, 1)), acc).fit(X, groups=g)
+    loaded = pickle.loads(pickle.dumps(est))
+    np.testing.assert_array_equal(loaded.estimator_.mean_, est.estimator_.mean_)
+    with pytest.raises(DetachedAccountantError):
+        loaded.fit(X, groups=g)
+    assert len(acc.ledger) == 3
 
 
 def test_pipeline_with_routing_and_a_regressor():

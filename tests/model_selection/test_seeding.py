@@ -24,6 +24,8 @@ import sklearn
 from scipy import stats
 from sklearn.base import clone
 from sklearn.model_selection import LeaveOneGroupOut, cross_validate
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import FunctionTransformer
 
 import skuserdp.utils._random as random_module
 from skuserdp.mean import ClipNoiseMeanEstimator
@@ -177,57 +179,74 @@ def test_leave_one_user_out_control_copies_sharing_a_stream(constant_entropy):
     assert _closest_pair(noises) < 1e-3 * sigma
 
 
-def _search_attack(random_state):
+def _searched(pipeline):
+    """The searched estimator and grid: the mean estimator alone, or last in
+    a Pipeline (whose ``clipnoisemeanestimator__random_state`` is the seed
+    of the winner's fit)."""
+    est = ClipNoiseMeanEstimator(bounds=(0, 1))
+    if not pipeline:
+        return est, {"radius": [0.4, 0.8]}
+    return (make_pipeline(FunctionTransformer(), est),
+            {"clipnoisemeanestimator__radius": [0.4, 0.8]})
+
+
+def _mean_step(best):
+    return best[-1] if hasattr(best, "steps") else best
+
+
+def _search_attack(random_state, pipeline=False, winner_seed=None):
     """Finding 2: refit a copy of the winner on fake data of the same shape,
     subtract its output from the winner's: the exact training mean when the
     copy repeats the winner's noise. Every user's mean is 0.25, so the
     training mean is 0.25 whatever the split (and on the lattice: no
-    rounding)."""
+    rounding). ``winner_seed(search)``: the positive control's copy gets the
+    seed the winner's fit used."""
     n, d = 4000, 2
     g = np.repeat(np.arange(n), 2)
     X = np.full((2 * n, d), 0.25)
+    est, grid = _searched(pipeline)
     search = PrivateGridSearch(
-        ClipNoiseMeanEstimator(bounds=(0, 1)), {"radius": [0.4, 0.8]},
-        epsilon=1.0, delta=1e-6, loss_bound=2.0, tau=0.1, alpha=0.5,
+        est, grid, epsilon=1.0, delta=1e-6, loss_bound=2.0, tau=0.1, alpha=0.5,
         random_state=random_state).fit(X, groups=g)
     best = search.best_estimator_
     n_train = search.n_users_train_
     fake = np.full((n_train, d), 0.5)  # the box's centre: no signal
-    copy_fit = clone(best).fit(fake, groups=np.arange(n_train))
-    noise = copy_fit.mean_ - 0.5
-    error = float(np.linalg.norm(best.mean_ - noise - 0.25))
-    return error, best.noise_std_, best
+    copy = clone(best)
+    if winner_seed is not None:
+        name = "clipnoisemeanestimator__" * pipeline + "random_state"
+        copy.set_params(**{name: winner_seed(search)})
+    groups = "clipnoisemeanestimator__" * pipeline + "groups"  # (no routing)
+    copy_fit = copy.fit(fake, **{groups: np.arange(n_train)})
+    noise = _mean_step(copy_fit).mean_ - 0.5
+    error = float(np.linalg.norm(_mean_step(best).mean_ - noise - 0.25))
+    return error, _mean_step(best).noise_std_, best
 
 
+@pytest.mark.parametrize("pipeline", [False, True], ids=["estimator", "Pipeline"])
 @pytest.mark.parametrize("make_seed", [lambda: np.random.RandomState(0), lambda: 0],
                          ids=["RandomState", "int"])
-def test_private_grid_search_publishes_no_seed_of_its_winner(entropy, make_seed):
-    error, sigma, best = _search_attack(make_seed())
-    assert best.get_params()["random_state"] is None
+def test_private_grid_search_publishes_no_seed_of_its_winner(entropy, make_seed,
+                                                             pipeline):
+    error, sigma, best = _search_attack(make_seed(), pipeline)
+    assert all(value is None for name, value in best.get_params().items()
+               if name.endswith("random_state"))
+    assert _mean_step(best).random_state is None
     # independent noise of the two fits: error > C σ w.p. > 1 - 1e-3 (d = 2)
     assert error > C * sigma
 
 
-def test_private_grid_search_attack_control_with_a_published_seed(entropy):
+@pytest.mark.parametrize("pipeline", [False, True], ids=["estimator", "Pipeline"])
+def test_private_grid_search_attack_control_with_a_published_seed(entropy, pipeline):
     # positive control: if the winner kept the seed of its fit, refitting a
     # copy with it would give the noise alone
-    n, d = 4000, 2
-    g = np.repeat(np.arange(n), 2)
-    X = np.full((2 * n, d), 0.25)
-    seed = np.random.SeedSequence(11)
-    search = PrivateGridSearch(
-        ClipNoiseMeanEstimator(bounds=(0, 1)), {"radius": [0.4, 0.8]},
-        epsilon=1.0, delta=1e-6, loss_bound=2.0, tau=0.1, alpha=0.5,
-        random_state=seed).fit(X, groups=g)
-    best = search.best_estimator_
-    # the seed its fit used: the child of the search's fit stream
-    _, fit_seed, _ = np.random.SeedSequence(11).spawn(3)
-    winner_seed = fit_seed.spawn(2)[search.best_index_].spawn(1)[0]
-    n_train = search.n_users_train_
-    copy_fit = clone(best).set_params(random_state=winner_seed).fit(
-        np.full((n_train, d), 0.5), groups=np.arange(n_train))
-    error = float(np.linalg.norm(best.mean_ - (copy_fit.mean_ - 0.5) - 0.25))
-    assert error < 1e-3 * best.noise_std_
+    def winner_seed(search):
+        # the seed its fit used: the child of the search's fit stream
+        _, fit_seed, _ = np.random.SeedSequence(11).spawn(3)
+        return fit_seed.spawn(2)[search.best_index_].spawn(1)[0]
+
+    error, sigma, _ = _search_attack(np.random.SeedSequence(11), pipeline,
+                                     winner_seed=winner_seed)
+    assert error < 1e-3 * sigma
 
 
 def test_accounted_searches_with_one_int_seed_do_not_share_noise():

@@ -15,7 +15,7 @@ import threading
 import numpy as np
 import pytest
 
-from skuserdp.exceptions import BudgetExceededError
+from skuserdp.exceptions import BudgetExceededError, DetachedAccountantError
 from skuserdp.privacy import (
     ZCDP,
     ApproxDP,
@@ -153,11 +153,13 @@ def test_charge_rejects_non_losses():
         BudgetAccountant(1.0).charge(0.5)
 
 
-def test_copies_are_the_same_ledger_and_pickling_refuses():
+def test_copies_are_the_same_ledger_and_a_pickled_copy_is_detached():
     acc = BudgetAccountant(1.0)
     assert copy.deepcopy(acc) is acc and copy.copy(acc) is acc
-    with pytest.raises(TypeError, match="cannot be pickled"):
-        pickle.dumps(acc)
+    detached = pickle.loads(pickle.dumps(acc))
+    assert detached.detached and detached.ledger == ()
+    with pytest.raises(DetachedAccountantError, match="would be lost"):
+        detached.charge(PureDP(0.1))
 
 
 def test_concurrent_charges_never_overspend():

@@ -1,0 +1,260 @@
+"""PrivateGridSearch over a Pipeline, and in parallel (issue 26, items 1-2).
+
+* the per-fit budget goes to the private last step (``step__epsilon``), the
+  grid takes ``step__param`` names, and ``epsilon``/``delta`` stay refused
+  at any depth;
+* a pipeline whose other steps learn nothing gives *exactly* the search
+  over the bare estimator (same seeds, budget and losses);
+* a step that learns from the data is refused by name, before anything is
+  fitted (the refusal is raised even for an ``X`` that could not be fitted);
+* ``n_jobs``: the same results for 1 and 2 jobs, threads and processes;
+  with an accountant, one charge, in this process.
+"""
+
+import numpy as np
+import pytest
+from joblib import parallel_config
+from sklearn.compose import ColumnTransformer, TransformedTargetRegressor
+from sklearn.frozen import FrozenEstimator
+from sklearn.pipeline import FeatureUnion, make_pipeline
+from sklearn.preprocessing import (
+    FunctionTransformer,
+    Normalizer,
+    OneHotEncoder,
+    OrdinalEncoder,
+    StandardScaler,
+)
+
+from skuserdp.linear_model import UserDPSGDRegressor
+from skuserdp.mean import ClipNoiseMeanEstimator, CoinPressMeanEstimator
+from skuserdp.model_selection import BudgetedEstimator, PrivateGridSearch
+from skuserdp.model_selection._private_step import private_step_prefix
+from skuserdp.privacy import BudgetAccountant, compose_parallel, compose_spend
+
+COLOURS = ["red", "green", "blue"]
+# small searches: the selection's accuracy guarantee (not its privacy) may
+# not hold, and says so
+pytestmark = pytest.mark.filterwarnings(
+    "ignore::skuserdp.exceptions.AccuracyWarning")
+
+
+def _skewed(n_users=800, m=3, seed=0, d=2):
+    rng = np.random.default_rng(seed)
+    users = np.repeat(np.arange(n_users), m)
+    return rng.uniform(0, 1, (users.size, d)) ** 4, users
+
+
+def _search(estimator, grid, **kwargs):
+    params = dict(epsilon=1.0, delta=1e-6, loss_bound=2.0, samples_per_user=3,
+                  tau=0.5, alpha=0.5, random_state=0)
+    params.update(kwargs)
+    return PrivateGridSearch(estimator, grid, **params)
+
+
+def _encoder(**kwargs):
+    params = dict(categories=[COLOURS], handle_unknown="ignore", sparse_output=False)
+    params.update(kwargs)
+    return OneHotEncoder(**params)
+
+
+def _frame(n_users=600, m=3, seed=0):
+    """A pandas table: the user id, a colour and a number; y depends on both."""
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(seed)
+    uid = np.repeat(np.arange(n_users), m)
+    colour = rng.choice(COLOURS, uid.size)
+    x = rng.uniform(-1, 1, uid.size)
+    y = 0.5 * x + np.where(colour == "red", 0.5, -0.2) + 0.1 * rng.normal(size=uid.size)
+    return pd.DataFrame({"idcode": uid, "colour": colour, "x": x}), y
+
+
+def _colour_pipeline(**kwargs):
+    ct = ColumnTransformer([("onehot", _encoder(), ["colour"])],
+                           remainder="passthrough")
+    return make_pipeline(ct, UserDPSGDRegressor(
+        bounds=(-1, 1), target_bounds=(-2, 2), max_iter=10, **kwargs))
+
+
+def test_a_pipeline_that_learns_nothing_gives_the_bare_search():
+    # same seeds, same per-fit budget on the last step, same losses: the
+    # identity step changes nothing, bit for bit
+    X, g = _skewed()
+    grid = {"radius": [0.1, 0.5, 1.0]}
+    est = ClipNoiseMeanEstimator(bounds=(0, 1))
+    bare = _search(est, grid).fit(X, groups=g)
+    pipe = make_pipeline(FunctionTransformer(), est)
+    piped = _search(pipe, {f"clipnoisemeanestimator__{k}": v
+                           for k, v in grid.items()}).fit(X, groups=g)
+    assert piped.best_index_ == bare.best_index_
+    assert piped.selection_.value == bare.selection_.value
+    np.testing.assert_array_equal(piped.best_estimator_[-1].mean_,
+                                  bare.best_estimator_.mean_)
+    assert piped.fit_losses_ == bare.fit_losses_
+    assert piped.privacy_loss_ == bare.privacy_loss_
+    assert piped.best_params_ == {"clipnoisemeanestimator__radius":
+                                  bare.best_params_["radius"]}
+    assert piped.best_estimator_[-1].epsilon == bare.best_estimator_.epsilon < 1.0
+    assert list(piped.cv_results_["param_clipnoisemeanestimator__radius"]) == \
+        grid["radius"]
+
+
+def _double(X):
+    return 2.0 * np.asarray(X)
+
+
+def test_mean_estimator_losses_are_taken_after_the_steps():
+    # the steps before a mean estimator change the rows it sees: its loss on
+    # the validation users is ||mean_ - T(x)||², in T's units
+    from skuserdp.model_selection._search import _mean_squared_distance
+    X, g = _skewed()
+    search = _search(make_pipeline(FunctionTransformer(_double),
+                                   ClipNoiseMeanEstimator(bounds=(0, 2))),
+                     {"clipnoisemeanestimator__radius": [0.2, 2.0]},
+                     loss_bound=8.0).fit(X, groups=g)
+    best = search.best_estimator_
+    assert best[-1].mean_ == pytest.approx(2 * X.mean(0), abs=0.1)
+    expected = ((2 * X - best[-1].mean_) ** 2).sum(axis=1)
+    np.testing.assert_allclose(_mean_squared_distance(best, X, None), expected)
+
+
+def test_a_regressor_pipeline_with_declared_categories_on_a_dataframe():
+    df, y = _frame()
+    search = _search(_colour_pipeline(), {"userdpsgdregressor__alpha": [0.0, 10.0]},
+                     epsilon=2.0, loss_bound=4.0).fit(df, y, groups="idcode")
+    best = search.best_estimator_
+    assert search.best_params_ == {"userdpsgdregressor__alpha": 0.0}
+    assert 2.0 - 1e-6 < search.epsilon_ <= 2.0
+    assert search.fit_losses_[search.best_index_] == best[-1].privacy_loss_
+    assert search.privacy_loss_ == compose_parallel(
+        compose_spend(search.fit_losses_, 1e-6), search.selection_.privacy_loss)
+    # the id column is not a feature; the encoder kept its declared categories
+    assert list(search.feature_names_in_) == ["colour", "x"]
+    assert search.n_features_in_ == 2
+    assert [list(c) for c in best[0].named_transformers_["onehot"].categories_] == \
+        [COLOURS]
+    X = df.drop(columns="idcode")
+    np.testing.assert_array_equal(search.predict(X), best.predict(X))
+    assert search.score(df, y, groups="idcode") > 0.5
+    assert best[-1].random_state is None  # no seed published
+
+
+def test_budgeted_estimator_and_nested_pipelines_are_searched():
+    assert private_step_prefix(ClipNoiseMeanEstimator()) == ""
+    inner = make_pipeline(Normalizer(), ClipNoiseMeanEstimator())
+    assert private_step_prefix(make_pipeline(FunctionTransformer(), inner)) == \
+        "pipeline__clipnoisemeanestimator__"
+    X, g = _skewed()
+    acc = BudgetAccountant(epsilon=10.0, delta=1e-5)
+    est = BudgetedEstimator(CoinPressMeanEstimator(bounds=(0, 1)), acc)
+    pipe = make_pipeline(FunctionTransformer(), est)
+    assert private_step_prefix(pipe) == "budgetedestimator__estimator__"
+    search = _search(pipe, {"budgetedestimator__estimator__radius": [0.5, 1.0]}).fit(
+        X, groups=g)
+    # each candidate's fit is charged to the BudgetedEstimator's accountant
+    assert [loss for _, loss in acc.ledger] == search.fit_losses_
+    assert search.best_estimator_[-1].estimator_.random_state is None
+
+
+_OK_STEPS = [
+    ("frozen", FrozenEstimator(StandardScaler().fit(np.eye(3)[:, :2]))),
+    ("normalizer", Normalizer()),
+    ("union", FeatureUnion([("a", FunctionTransformer()), ("b", Normalizer())])),
+]
+
+
+@pytest.mark.parametrize("name, step", _OK_STEPS, ids=[n for n, _ in _OK_STEPS])
+def test_steps_that_learn_nothing_are_accepted(name, step):
+    X, g = _skewed(n_users=200)
+    pipe = make_pipeline(step, ClipNoiseMeanEstimator(bounds=(-4, 4)))
+    search = _search(pipe, {"clipnoisemeanestimator__radius": [1.0, 4.0]},
+                     loss_bound=64.0).fit(X, groups=g)
+    assert hasattr(search, "best_estimator_")
+
+
+_REFUSED = [
+    (StandardScaler(), "'standardscaler' .StandardScaler.*means and variances"),
+    (OneHotEncoder(sparse_output=False), "categories='auto'.*Declare them"),
+    (_encoder(handle_unknown="error"), "handle_unknown='error'.*'ignore'"),
+    (_encoder(min_frequency=5), "min_frequency=5 counts"),
+    (_encoder(sparse_output=True), "sparse_output=False"),
+    (OrdinalEncoder(categories=[COLOURS]), "'use_encoded_value'"),
+    (ColumnTransformer([("scale", StandardScaler(), [0])], remainder="passthrough"),
+     "'columntransformer__scale' .StandardScaler"),
+    (ColumnTransformer([("id", FunctionTransformer(), [0])],
+                       remainder=StandardScaler()), "'columntransformer__remainder'"),
+    (ColumnTransformer([("id", FunctionTransformer(), lambda X: [0])]),
+     "callable"),
+    (ClipNoiseMeanEstimator(), "only the last step"),
+]
+
+
+@pytest.mark.parametrize("step, match", _REFUSED,
+                         ids=[type(s).__name__ + str(i) for i, (s, _) in
+                              enumerate(_REFUSED)])
+def test_steps_that_learn_from_the_data_are_refused_before_any_fit(step, match):
+    pipe = make_pipeline(step, ClipNoiseMeanEstimator(bounds=(0, 1)))
+    search = _search(pipe, {"clipnoisemeanestimator__radius": [0.1, 1.0]})
+    with pytest.raises(ValueError, match=match) as info:
+        search.fit("not data")  # refused before the data is looked at
+    assert "FrozenEstimator" in str(info.value)  # the documented way out
+    assert not hasattr(search, "best_estimator_")
+
+
+def test_a_grid_that_swaps_in_a_learning_step_is_refused():
+    pipe = make_pipeline(FunctionTransformer(), ClipNoiseMeanEstimator(bounds=(0, 1)))
+    search = _search(pipe, {"functiontransformer": [FunctionTransformer(),
+                                                    StandardScaler()]})
+    with pytest.raises(ValueError, match="StandardScaler"):
+        search.fit("not data")
+
+
+@pytest.mark.parametrize("grid", [{"clipnoisemeanestimator__epsilon": [0.5, 1.0]},
+                                  {"clipnoisemeanestimator__delta": [0.0]},
+                                  {"epsilon": [1.0]}])
+def test_budget_parameters_are_refused_in_the_grid_at_any_depth(grid):
+    pipe = make_pipeline(FunctionTransformer(), ClipNoiseMeanEstimator(bounds=(0, 1)))
+    with pytest.raises(ValueError, match="must not contain epsilon or delta"):
+        _search(pipe, grid).fit("not data")
+
+
+def test_other_meta_estimators_are_refused():
+    est = TransformedTargetRegressor(regressor=UserDPSGDRegressor(),
+                                     transformer=StandardScaler())
+    with pytest.raises(TypeError, match="Other meta-estimators are refused"):
+        _search(est, {"regressor__alpha": [0.0]}).fit("not data")
+    with pytest.raises(TypeError, match="no epsilon/delta"):
+        _search(make_pipeline(StandardScaler()), {}).fit("not data")
+
+
+def _outcome(search):
+    best = search.best_estimator_
+    step = best[-1] if hasattr(best, "steps") else best
+    return (search.best_index_, search.selection_.value, step.mean_.tobytes(),
+            tuple(search.fit_losses_), search.privacy_loss_)
+
+
+@pytest.mark.parametrize("backend", ["threading", "loky"])
+def test_n_jobs_changes_nothing(backend):
+    # every candidate's seed is fixed before dispatch: bit-identical results;
+    # with an accountant (an int seed: stream 0 of a new ledger each time),
+    # one charge, in this process -- the accountant never reaches a worker
+    X, g = _skewed(n_users=300)
+    pipe = make_pipeline(FunctionTransformer(), ClipNoiseMeanEstimator(bounds=(0, 1)))
+    grid = {"clipnoisemeanestimator__radius": [0.1, 0.5, 1.0]}
+    outcomes = []
+    for n_jobs in (1, 2):
+        acc = BudgetAccountant(epsilon=1.0, delta=1e-6)
+        with parallel_config(backend=backend):
+            search = _search(pipe, grid, n_jobs=n_jobs, accountant=acc).fit(
+                X, groups=g)
+        assert len(acc.ledger) == 1 and acc.ledger[0][1] == search.privacy_loss_
+        assert search.best_estimator_[-1].random_state is None
+        outcomes.append(_outcome(search))
+    assert outcomes[0] == outcomes[1]
+
+
+@pytest.mark.parametrize("n_jobs", [0, 1.5, True])
+def test_invalid_n_jobs(n_jobs):
+    with pytest.raises(ValueError, match="n_jobs"):
+        _search(ClipNoiseMeanEstimator(), {"radius": [1.0]}, n_jobs=n_jobs).fit(
+            "not data")
