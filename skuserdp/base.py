@@ -40,9 +40,12 @@ from .utils._numeric import quiet_floating_point, stable_norm
 from .utils._random import make_seed_sequence
 from .utils._validation import check_bounds, feature_labels, validate_rows
 
-#: above this bound on the failure probability of a private median,
-#: ``bounds="auto"`` warns that the learned box may miss the data
-BOUNDS_FAILURE_WARN = 0.05
+#: above this public bound on the probability that the box of some column
+#: fails (a candidate outside the data: the estimate is then garbage, e.g.
+#: 1e32), ``bounds="auto"`` warns; below it, a failure is rarer than one fit
+#: in a thousand (issue 26: at 0.05, 1-3 fits in 2000 returned garbage with
+#: no warning)
+BOUNDS_FAILURE_WARN = 1e-3
 #: above this bound, bounds="auto" refuses to fit (ValueError)
 BOUNDS_FAILURE_REFUSE = 0.5
 #: default share of the budget for bounds="auto": of ρ (zCDP accounting), of ε
@@ -498,9 +501,15 @@ class UserLevelMeanEstimator(UserLevelMixin, BaseEstimator):
 
         ``_fit_user_means`` may leave ``_noise_error``: the root mean squared
         ℓ2 error of its last release's noise, a function of the public plan
-        (and of earlier private releases, such as CoinPress's radii). When it
-        exceeds the half-diagonal of the box, the box's midpoint -- free of
-        charge -- is expected to be closer to the truth than the estimate.
+        (and of earlier private releases, such as CoinPress's radii). The
+        noise is i.i.d. over the coordinates, with standard deviation
+        ``noise_std_`` in each. In every feature where that exceeds half the
+        width of the box (declared, or released), the box's midpoint -- free
+        of charge -- is expected to be closer to the truth than the estimate:
+        those features are named (with equal widths this is the rule "the
+        ℓ2 noise exceeds the box's half-diagonal"; with a learned box, one
+        column whose box is far too wide makes the others' noise swamp
+        them).
         """
         err = self.__dict__.pop("_noise_error", None)
         if err is not None:
@@ -510,14 +519,17 @@ class UserLevelMeanEstimator(UserLevelMixin, BaseEstimator):
             self.__dict__.pop("noise_std_", None)  # unknown for this plan
         if err is None or budget.lower is None:
             return
-        scale = stable_norm(budget.half_width)
-        if err > scale:
+        noisy = np.flatnonzero(self.noise_std_ > budget.half_width)
+        if noisy.size:
+            names = getattr(self, "feature_names_in_", None)
             warnings.warn(
                 f"{type(self).__name__}: the noise of this release alone is "
-                f"expected to move the estimate by {err:.3g} (ℓ2, from the public "
-                f"plan), more than the half-diagonal {scale:.3g} of the box "
-                "bounds_: the box's midpoint would likely be closer to the truth. "
-                "Use more users, a larger epsilon or tighter declared bounds.",
+                f"expected to move the estimate of feature(s) "
+                f"{feature_labels(noisy, names)} by {self.noise_std_:.3g} "
+                "(standard deviation, from the public plan), more than half the "
+                "width of their box bounds_: the box's midpoint would likely be "
+                "closer to the truth there. Use more users, a larger epsilon or "
+                "tighter declared bounds.",
                 AccuracyWarning, stacklevel=3)
 
     def _set_fitted(self, mean, n_users, loss):
