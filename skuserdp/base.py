@@ -37,7 +37,7 @@ from .users._column import split_groups_column
 from .users._dask import dask_user_table as _dask_user_table
 from .users._dask import is_dask_collection
 from .utils._numeric import quiet_floating_point, stable_norm
-from .utils._random import make_seed_sequence
+from .utils._random import fit_random_state, make_seed_sequence
 from .utils._validation import check_bounds, feature_labels, validate_rows
 
 #: above this public bound on the probability that the box of some column
@@ -455,11 +455,13 @@ class UserLevelMeanEstimator(UserLevelMixin, BaseEstimator):
         n, d = U.shape
         self._prepare(n, d)
         if not self._needs_bounds():
-            return FitBudget(self.epsilon, self.delta, random_state=self.random_state)
+            return FitBudget(self.epsilon, self.delta,
+                             random_state=fit_random_state(self.random_state))
         names = getattr(self, "feature_names_in_", None)
         if not (isinstance(self.bounds, str) and self.bounds == "auto"):
             lower, upper = check_bounds(self.bounds, d, feature_names=names)
-            return FitBudget(self.epsilon, self.delta, lower, upper, self.random_state)
+            return FitBudget(self.epsilon, self.delta, lower, upper,
+                             fit_random_state(self.random_state))
         zcdp = self._zcdp_accounting(n, d)
         share = self.bounds_share
         if share is None:
@@ -467,7 +469,8 @@ class UserLevelMeanEstimator(UserLevelMixin, BaseEstimator):
         eps0, loss, rest_eps, rest_delta = split_for_public_bounds(
             self.epsilon, self.delta, share, 2 * d, zcdp=zcdp,
             approx=self._approx_bounds_accounting())
-        seed_bounds, seed_rest = make_seed_sequence(self.random_state).spawn(2)
+        seed_bounds, seed_rest = make_seed_sequence(
+            fit_random_state(self.random_state)).spawn(2)
         lower, upper = learn_box(type(self).__name__, U, eps0, seed_bounds,
                                  feature_names=names)
         return FitBudget(rest_eps, rest_delta, lower, upper, seed_rest, loss,

@@ -213,6 +213,13 @@ def test_same_seed_same_output_and_none_is_fresh(estimator):
     np.testing.assert_array_equal(a, b)
     c, d = fitted(None), fitted(None)
     assert not np.array_equal(c, d)
+    # a SeedSequence is a seed like an int: fit neither advances it (it would
+    # change its own parameter) nor gives a different noise the second time
+    seed = np.random.SeedSequence(7)
+    est = clone(estimator).set_params(random_state=seed)
+    e = _fitted_output(_fit(est, X, y, groups=g)).copy()
+    np.testing.assert_array_equal(_fitted_output(_fit(est, X, y, groups=g)), e)
+    assert seed.n_children_spawned == 0
 
 
 @pytest.mark.parametrize("estimator", ESTIMATORS, ids=lambda e: type(e).__name__)

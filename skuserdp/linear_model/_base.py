@@ -36,7 +36,7 @@ from ..privacy._conversion import report_spend
 from ..users._aggregate import _means_by_code
 from ..users._dask import DaskPanel, is_dask_collection, refuse_dask
 from ..users._groups import check_groups_alignment, check_y_alignment
-from ..utils._random import make_seed_sequence
+from ..utils._random import fit_random_state, make_seed_sequence
 from ..utils._validation import check_bounds, validate_rows
 
 __all__ = ["project_rows", "user_averaging_matrix"]
@@ -275,14 +275,15 @@ class _UserDPLinearModel(UserLevelMixin, BaseEstimator):
         k = p * auto_x + auto_y
         if k == 0:
             scale = PublicScale(lower, upper, *(y_box if regress else (None, None)))
-            return scale, None, self.epsilon, self.random_state
+            return scale, None, self.epsilon, fit_random_state(self.random_state)
         zcdp = self._zcdp_accounting()
         share = self.bounds_share
         if share is None:
             share = BOUNDS_SHARE_ZCDP if zcdp else BOUNDS_SHARE_PURE
         eps0, loss, eps_rest, _ = split_for_public_bounds(
             self.epsilon, self.delta, share, 2 * k, zcdp=zcdp)
-        seed_bounds, seed_rest = make_seed_sequence(self.random_state).spawn(2)
+        seed_bounds, seed_rest = make_seed_sequence(
+            fit_random_state(self.random_state)).spawn(2)
         # the columns of the learned box: the features', then the target's
         columns = (list(range(p) if names is None else names) if auto_x else [])
         lo, hi = learn_box(type(self).__name__, user_columns(auto_x, auto_y), eps0,

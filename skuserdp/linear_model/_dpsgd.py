@@ -29,7 +29,7 @@ from ..base import check_min_users
 from ..users._column import split_groups_column
 from ..users._dask import is_dask_collection
 from ..users._groups import _has_missing
-from ..utils._random import make_seed_sequence
+from ..utils._random import fit_random_state, make_seed_sequence
 from ._base import (
     BOX_PARAMS_DOC,
     _UserDPLinearModel,
@@ -325,7 +325,8 @@ class _BaseUserDPSGD(_UserDPLinearModel):
         """
         epsilon = self.epsilon if epsilon is None else epsilon
         row_bound = self._row_bound if row_bound is None else row_bound
-        random_state = self.random_state if random_state is None else random_state
+        if random_state is None:
+            random_state = fit_random_state(self.random_state)
         n_params = n_outputs * rows.n_features
         n_users = rows.n_users
         # targets are in box units: |y| <= 1 (regression; labels for classifiers)

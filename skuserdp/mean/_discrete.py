@@ -39,6 +39,7 @@ from ..users._dask import is_dask_collection
 from ..users._groups import _has_missing, check_groups_alignment
 from ..utils._docstrings import fill_doc
 from ..utils._numeric import quiet_floating_point
+from ..utils._random import fit_random_state
 from ..utils._validation import validate_rows
 from ._concentration import tau_bounded_rows
 from ._few_users import few_users_mean, user_radius
@@ -323,7 +324,8 @@ class DiscreteDistributionEstimator(UserLevelMixin, BaseEstimator):
                 location, loss, _ = few_users_mean(
                     freqs, epsilon=self.epsilon, delta=self.delta, radius=1.0,
                     samples_per_user=self.samples_per_user, alpha=self.alpha,
-                    calibration=self.calibration, random_state=self.random_state,
+                    calibration=self.calibration,
+                    random_state=fit_random_state(self.random_state),
                     n_jobs=self.n_jobs)
                 if location is None:
                     self.garbage_ = True
@@ -334,7 +336,8 @@ class DiscreteDistributionEstimator(UserLevelMixin, BaseEstimator):
                     freqs, epsilon=self.epsilon, delta=self.delta, tau=tau, bound=1.0,
                     samples_per_user=None, sub_gaussian_sigma=None, tau_share=0.1,
                     gamma=self.alpha, calibration=self.calibration,
-                    random_state=self.random_state, n_jobs=self.n_jobs, overwrite=True)
+                    random_state=fit_random_state(self.random_state),
+                    n_jobs=self.n_jobs, overwrite=True)
             self.probabilities_ = project_to_simplex(location)
             self.classes_ = classes.copy()
             self.route_ = route

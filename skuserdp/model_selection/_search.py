@@ -37,6 +37,7 @@ from ..users._dask import refuse_dask
 from ..users._groups import check_groups_alignment
 from ..utils._random import (
     charged_fit_seed,
+    fit_random_state,
     forget_fit_seeds,
     generator_from,
     make_seed_sequence,
@@ -390,7 +391,7 @@ class PrivateGridSearch(DelegatingMixin, UserLevelMixin, MetaEstimatorMixin,
                 raise ValueError(f"X has {n_samples} rows but y has {y.shape[0]}: "
                                  "pass one target per row.")
         codes, n_users = resolve_user_codes(self, groups, n_samples, stacklevel=3)
-        seed = self.random_state
+        seed = fit_random_state(self.random_state)
         if self.accountant is not None:  # no two charged searches share noise
             seed = charged_fit_seed(seed, self.accountant.new_stream())
         split_seed, fit_seed, select_seed = make_seed_sequence(seed).spawn(3)

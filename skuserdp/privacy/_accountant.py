@@ -19,6 +19,7 @@ lost to the real ledger) instead of silently forking it.
 """
 
 import itertools
+import os
 import threading
 
 from ..exceptions import BudgetExceededError, DetachedAccountantError
@@ -101,25 +102,30 @@ class BudgetAccountant:
         self._ledger = []
         self._lock = threading.Lock()
         self._streams = itertools.count()
+        # the process whose memory holds the ledger: a fork copies the
+        # accountant into a child without pickling it
+        self._pid = os.getpid()
 
     #: a pickled copy (see Notes): read-only
     _detached = False
 
     @property
     def detached(self):
-        """Whether this is a detached (pickled) copy, which cannot charge."""
-        return self._detached
+        """Whether this is a detached copy, which cannot charge: pickled, or
+        inherited by a forked process."""
+        return self._detached or self._pid != os.getpid()
 
     def _check_attached(self, method):
-        if self._detached:
+        if self.detached:
             raise DetachedAccountantError(
                 f"BudgetAccountant.{method}() was called on a detached copy of the "
                 "accountant: it was pickled, e.g. sent to a joblib process worker "
                 "(n_jobs > 1 with the default 'loky' backend, or "
                 "'multiprocessing', as in GridSearchCV(n_jobs=2) or "
-                "cross_validate(n_jobs=2)). Charges in another process would be "
-                "lost: the ledger lives in the process that created the "
-                "accountant. Fit with n_jobs=1, or with threads: "
+                "cross_validate(n_jobs=2)), or inherited by a forked process "
+                "(multiprocessing's 'fork' start method). Charges in another "
+                "process would be lost: the ledger lives in the process that "
+                "created the accountant. Fit with n_jobs=1, or with threads: "
                 "`with joblib.parallel_config(backend='threading'): ...` (or "
                 "joblib.parallel_backend('threading')). Nothing was charged.")
 
@@ -255,7 +261,7 @@ class BudgetAccountant:
         return dp_event.ComposedDpEvent(events)
 
     def __repr__(self):
-        detached = "; detached copy" if self._detached else ""
+        detached = "; detached copy" if self.detached else ""
         return (f"BudgetAccountant(epsilon={self._epsilon!r}, delta={self._delta!r}; "
                 f"{len(self._ledger)} charge(s){detached})")
 

@@ -37,7 +37,8 @@ import numbers
 
 import numpy as np
 
-__all__ = ["make_seed_sequence", "data_seed_sequence", "charged_fit_seed",
+__all__ = ["make_seed_sequence", "data_seed_sequence", "fit_random_state",
+           "charged_fit_seed",
            "seed_parameters", "set_fit_seeds", "forget_fit_seeds",
            "spawn_generators", "spawn_seeds", "generator_from", "random_subset",
            "SUBSET_MIN_USERS"]
@@ -117,6 +118,40 @@ or numpy.random.SeedSequence
     if root is not NotImplemented:
         return root
     return np.random.SeedSequence(_draw_words(random_state) + [_os_entropy()])
+
+
+def fit_random_state(random_state):
+    """The ``random_state`` parameter as one fit uses it.
+
+    A ``SeedSequence`` is copied: spawning children advances a
+    ``SeedSequence``, so a fit would change its own parameter (against
+    scikit-learn's rule) and the same seed would not give the same noise
+    twice. Anything else is returned unchanged (a ``RandomState`` is meant
+    to be consumed).
+
+    Parameters
+    ----------
+    random_state : None, int, RandomState, Generator or SeedSequence
+
+    Returns
+    -------
+    random_state : object
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skuserdp.utils._random import fit_random_state
+    >>> seed = np.random.SeedSequence(3)
+    >>> _ = fit_random_state(seed).spawn(2)
+    >>> seed.n_children_spawned
+    0
+    """
+    if isinstance(random_state, np.random.SeedSequence):
+        return np.random.SeedSequence(
+            random_state.entropy, spawn_key=random_state.spawn_key,
+            pool_size=random_state.pool_size,
+            n_children_spawned=random_state.n_children_spawned)
+    return random_state
 
 
 def data_seed_sequence(random_state):

@@ -200,3 +200,32 @@ def test_to_dp_event(rdp):
     acc.charge(ApproxDP(0.1, 1e-7))
     assert isinstance(acc.to_dp_event().events[-1], dp_event.UnsupportedDpEvent)
     assert np.isfinite(acc.spent.epsilon)
+
+
+def _charge_in_child(acc, queue):
+    try:
+        acc.charge(PureDP(0.5), label="in a forked child")
+        queue.put("charged")
+    except DetachedAccountantError as exc:
+        queue.put(f"refused: {exc}")
+
+
+@pytest.mark.skipif(
+    "fork" not in __import__("multiprocessing").get_all_start_methods(),
+    reason="the fork start method is POSIX-only")
+def test_a_forked_copy_is_detached():
+    # issue 26 review: a child made by fork inherits the accountant without
+    # pickling it; its charges were lost to the parent's ledger and its
+    # streams repeated the parent's (the same noise in two children)
+    import multiprocessing
+    acc = BudgetAccountant(epsilon=1.0)
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    child = ctx.Process(target=_charge_in_child, args=(acc, queue))
+    child.start()
+    answer = queue.get(timeout=60)
+    child.join(timeout=60)
+    assert answer.startswith("refused") and "forked process" in answer
+    assert acc.ledger == () and not acc.detached  # the parent's is intact
+    acc.charge(PureDP(0.5))
+    assert len(acc.ledger) == 1
