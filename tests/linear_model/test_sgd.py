@@ -14,8 +14,9 @@ shared/specs/levy2021_user_level_learning.md §3.7-3.9, §6.3, §7 items 3, 4,
 * Data independence (§7 #4): the Phased ERM partition (disjoint, ⌊n/2^t⌋
   users, a function of the seed only, uniformly random), its λ_t, P and T_t;
   the noise and the Poisson mask do not depend on the data.
-* The Poisson-sampled release (exact mean and variance with Binomial(n, q)
-  participation and the public divisor q·n).
+* The Poisson-sampled release on the lattice (exact mean and variance with
+  Binomial(n, q) participation and the public divisor q·n; its privacy map
+  is tested exactly in tests/privacy/test_poisson_lattice.py).
 * The quadratic loss ½‖θ − z‖² (§7 #12): the iteration is linear in the
   noise, so the output's bias and covariance are known exactly from the
   plan's step sizes, weights and ν²; the empirical MSE is tested against
