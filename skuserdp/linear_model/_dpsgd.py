@@ -499,8 +499,9 @@ _COMMON_PARAMS = """\
         step uses every user independently with this public probability and
         divides by the public expected count. Accounted with privacy loss
         distributions by the optional dp-accounting package
-        (``pip install "skuserdp[accounting]"``); the noise of this route is
-        floating-point Gaussian. ``None`` uses all users in every step.
+        (``pip install "skuserdp[accounting]"``); the noise is discrete
+        Gaussian on the lattice, like every other release.
+        ``None`` uses all users in every step.
     tau : float or "auto", default="auto"
         ``aggregator="winsorized"``: public concentration radius of the
         per-user average gradients. ``"auto"`` uses Proposition 1's radius

@@ -19,10 +19,11 @@ the user) with one of two aggregators:
   per-user gradient is clipped to the public ℓ2 radius C and the mean is
   released with discrete Gaussian noise on a lattice
   (:func:`skuserdp.mean.plan_clip_noise`). With Poisson user sampling
-  (public rate q, data-independent) the sum of the sampled users' clipped
-  gradients gets continuous Gaussian noise and is divided by the *public*
-  expected count ``q·n``; accounting by privacy loss distributions
-  (:mod:`skuserdp.privacy._subsampled`).
+  (public rate q, data-independent) the exact lattice sum of the sampled
+  users' clipped gradients gets discrete Gaussian noise and is divided by
+  the *public* expected count ``q·n``
+  (:func:`skuserdp.mechanisms.poisson_sum_from_plan`); accounting by privacy
+  loss distributions (:mod:`skuserdp.privacy._subsampled`).
 
 The per-step budget is :func:`skuserdp.privacy.adaptive_query_budget`
 (``"tight"``: ρ/T of the zCDP budget; ``"paper"``: Theorem 10's advanced
@@ -50,9 +51,9 @@ import numpy as np
 
 from ..mean._clip_noise import clip_noise_from_plan, plan_clip_noise
 from ..mean._winsorized import plan_winsorized_mean, winsorized_mean_from_plan
+from ..mechanisms import plan_poisson_sum, poisson_sum_from_plan
 from ..privacy import (
     adaptive_query_budget,
-    calibrate_poisson_gaussian,
     compose_adaptive_queries,
     compose_parallel,
 )
@@ -83,9 +84,9 @@ class GradientPlan:
         Users n, parameters p and steps T.
     aggregator : {"clip", "winsorized"}
         How each step's mean gradient is released.
-    release : ClipNoisePlan, WinsorizedPlan or float
-        The per-step release plan (for Poisson sampling: the noise
-        multiplier σ/C).
+    release : ClipNoisePlan, WinsorizedPlan or PoissonSumPlan
+        The per-step release plan (for Poisson sampling, the plan of all T
+        sampled releases, whose loss is the composed one).
     clip_norm : float
         ℓ2 radius of the per-user gradients (C for ``"clip"``, G for
         ``"winsorized"``).
@@ -262,10 +263,11 @@ def plan_gradient_descent(n_users, n_params, *, epsilon, delta, n_steps,
         if sampling_rate is not None:
             if delta <= 0:
                 raise ValueError("Poisson user sampling needs delta > 0.")
-            q = float(sampling_rate)
-            multiplier, loss = calibrate_poisson_gaussian(epsilon, delta, q, T)
-            release = multiplier
-            nu2 = n_params * (multiplier * C / (q * n_users)) ** 2
+            release = plan_poisson_sum(n_users, n_params, epsilon=epsilon,
+                                       delta=delta, sampling_rate=sampling_rate,
+                                       n_steps=T, radius=C)
+            nu2 = n_params * release.noise_variance
+            loss = release.loss
         else:
             budget = adaptive_query_budget(epsilon, delta, T, calibration=calibration)
             release = plan_clip_noise(n_users, n_params, budget=budget, radius=C,
@@ -317,13 +319,9 @@ def _release(plan, user_gradients, seed, n_jobs):
         return clip_noise_from_plan(user_gradients, plan.release, random_state=seed,
                                     n_jobs=n_jobs)
     # Poisson sampling: the mask and the noise come from the step's seed,
-    # never from the data; divide by the public expected count.
-    rng = generator_from(seed)
-    q = plan.sampling_rate
-    keep = rng.random(plan.n_users) < q
-    total = _clip_rows(user_gradients[keep], plan.clip_norm).sum(axis=0)
-    noise = rng.normal(0.0, plan.release * plan.clip_norm, size=plan.n_params)
-    return (total + noise) / (q * plan.n_users)
+    # never from the data; divided by the public expected count.
+    return poisson_sum_from_plan(user_gradients, plan.release, random_state=seed,
+                                 n_jobs=n_jobs)
 
 
 def private_gradient_descent(user_gradients, plan, *, theta0,

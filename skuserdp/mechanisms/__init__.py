@@ -24,6 +24,7 @@ from ._private_range import private_range, private_range_window
 from ._rotation import RandomHadamardRotation, fwht, padded_dimension
 from ._stability_histogram import stability_histogram_argmax
 from ._lattice import choose_grid, encode_contributions, exact_sum, round_to_grid
+from ._poisson import PoissonSumPlan, plan_poisson_sum, poisson_sum_from_plan
 from ._samplers import (
     round_up_fraction,
     sample_discrete_gaussian,
@@ -46,6 +47,9 @@ __all__ = [
     "encode_contributions",
     "exact_sum",
     "round_to_grid",
+    "PoissonSumPlan",
+    "plan_poisson_sum",
+    "poisson_sum_from_plan",
     "private_range",
     "private_bounds",
     "private_quantile",

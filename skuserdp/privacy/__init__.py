@@ -14,7 +14,15 @@ from ._ball_sampler import (
 )
 from ._budget import ZCDP, ApproxDP, PureDP
 from ._accountant import BudgetAccountant
-from ._subsampled import calibrate_poisson_gaussian, poisson_gaussian_epsilon
+from ._subsampled import (
+    LATTICE_ROUNDING_TAU,
+    calibrate_poisson_gaussian,
+    calibrate_poisson_lattice,
+    lattice_rounding_gap,
+    poisson_gaussian_epsilon,
+    poisson_lattice_epsilon,
+    poisson_lattice_sigma2,
+)
 from ._selection import (
     random_stopping_call_budget,
     random_stopping_max_iter,
@@ -117,6 +125,11 @@ __all__ = [
     "random_stopping_max_iter",
     "poisson_gaussian_epsilon",
     "calibrate_poisson_gaussian",
+    "LATTICE_ROUNDING_TAU",
+    "lattice_rounding_gap",
+    "poisson_lattice_sigma2",
+    "poisson_lattice_epsilon",
+    "calibrate_poisson_lattice",
     "second_moment_bounds",
     "psd_min_eigenvalue_sensitivity",
 ]

@@ -14,8 +14,9 @@ shared/specs/levy2021_user_level_learning.md §3.7-3.9, §6.3, §7 items 3, 4,
 * Data independence (§7 #4): the Phased ERM partition (disjoint, ⌊n/2^t⌋
   users, a function of the seed only, uniformly random), its λ_t, P and T_t;
   the noise and the Poisson mask do not depend on the data.
-* The Poisson-sampled release (exact mean and variance with Binomial(n, q)
-  participation and the public divisor q·n).
+* The Poisson-sampled release on the lattice (exact mean and variance with
+  Binomial(n, q) participation and the public divisor q·n; its privacy map
+  is tested exactly in tests/privacy/test_poisson_lattice.py).
 * The quadratic loss ½‖θ − z‖² (§7 #12): the iteration is linear in the
   noise, so the output's bias and covariance are known exactly from the
   plan's step sizes, weights and ν²; the empirical MSE is tested against
@@ -38,7 +39,14 @@ from skuserdp.linear_model import (
     phased_erm,
     private_gradient_descent,
 )
-from skuserdp.mechanisms import DiscreteGaussianNoise, DiscreteLaplaceNoise
+from skuserdp.mechanisms import (
+    DiscreteGaussianNoise,
+    DiscreteLaplaceNoise,
+    PoissonSumPlan,
+    choose_grid,
+    encode_contributions,
+    round_up_fraction,
+)
 from skuserdp.privacy import (
     ZCDP,
     ApproxDP,
@@ -47,6 +55,7 @@ from skuserdp.privacy import (
     analytic_gaussian_delta,
     analytic_gaussian_sigma,
     calibrate_poisson_gaussian,
+    lattice_contribution_radius,
     poisson_gaussian_epsilon,
     zcdp_rho_for,
     zcdp_to_approx_dp,
@@ -516,10 +525,26 @@ def test_noise_is_the_same_for_two_datasets_with_the_same_seed():
 
 # ------------------------------------------------ Poisson-sampled release
 def _poisson_plan(n, p, q, multiplier, clip):
+    """A Poisson-sampled plan whose noise has standard deviation
+    ``multiplier·clip/(q·n)`` on every coordinate of the release (the
+    lattice's discrete Gaussian with σ = multiplier·clip/grid grid units,
+    rounded up to 2^-20 in σ²; the loss is not computed)."""
     base = plan_gradient_descent(n, p, epsilon=1.0, delta=1e-6, n_steps=1,
                                  aggregator="clip", **COMMON)
-    return dataclasses.replace(base, sampling_rate=q, release=multiplier,
+    grid = choose_grid(clip, p, n, "l2")
+    noise = DiscreteGaussianNoise(round_up_fraction((multiplier * clip / grid) ** 2))
+    release = PoissonSumPlan(n, p, clip, q, 1, grid,
+                             lattice_contribution_radius(clip / grid, p, "l2"),
+                             multiplier, 2.0, noise, None)
+    return dataclasses.replace(base, sampling_rate=q, release=release,
                                clip_norm=clip)
+
+
+def _on_lattice(g, plan):
+    """The vector g as the release encodes it (clipped, rounded to the grid)."""
+    grid = plan.release.grid
+    return grid * encode_contributions(np.atleast_2d(g), center=0.0,
+                                       radius=plan.clip_norm, grid=grid)[0]
 
 
 def _poisson_outputs(plan, G, n_runs, seed=0):
@@ -540,9 +565,10 @@ def test_poisson_release_is_unbiased_with_the_exact_variance():
     # sample variance has a known standard error (CLT).  Had the divisor been
     # the realised count K, the Binomial term would vanish: g is chosen so
     # that it is most of the variance.
+    # (g as encoded on the lattice: within half a grid step of g)
     n, q, z, C, S = 400, 0.25, 2.0, 1.0, 20000
-    g = np.array([0.9, -0.3, 0.0])
     plan = _poisson_plan(n, 3, q, z, C)
+    g = _on_lattice([0.9, -0.3, 0.0], plan)
     out = _poisson_outputs(plan, np.tile(g, (n, 1)), S)
     a = 1.0 / (q * n)
     s2 = (z * C * a) ** 2
@@ -566,23 +592,28 @@ def test_poisson_release_noise_and_clipping():
     chi2 = np.sum(out ** 2) / s ** 2
     dof = out.size
     assert stats.chi2.ppf(5e-4, dof) <= chi2 <= stats.chi2.ppf(1 - 5e-4, dof)
-    # gradients of norm 3C are clipped to C: the mean is C·g/‖g‖, not g
+    # gradients of norm 3C are clipped to C: the mean is C·g/‖g‖ (on the
+    # lattice), not g
     g = np.array([1.2, -0.9])  # norm 1.5 = 3C
     out = _poisson_outputs(plan, np.tile(g, (n, 1)), S, seed=2)
-    clipped = C * g / np.linalg.norm(g)
+    clipped = _on_lattice(g, plan)
+    np.testing.assert_allclose(clipped, C * g / np.linalg.norm(g),
+                               atol=plan.release.grid)
     vk, _ = _centred_binomial_moments(n, q)
     sd = np.sqrt(clipped ** 2 * vk / (q * n) ** 2 + s ** 2)
     assert np.all(np.abs(out.mean(0) - clipped) <= 4.0 * sd / math.sqrt(S))
 
 
 def test_poisson_mask_and_noise_do_not_depend_on_the_data():
-    # Same seed, gradients G and G + e (e the same for every user): the
-    # outputs differ by K·e/(qn) with one integer K for every coordinate.
+    # Same seed, gradients G and G + e (e the same for every user, all on
+    # the lattice, inside the clip ball): the outputs differ by K·e/(qn)
+    # with one integer K for every coordinate.
     n, q = 300, 0.3
     plan = _poisson_plan(n, 3, q, 1.5, 1.0)
+    grid = plan.release.grid
     rng = np.random.default_rng(3)
-    G = rng.uniform(-0.3, 0.3, (n, 3))
-    e = np.array([0.2, -0.1, 0.05])
+    G = grid * np.rint(rng.uniform(-0.3, 0.3, (n, 3)) / grid)
+    e = grid * np.rint(np.array([0.2, -0.1, 0.05]) / grid)
     diff = (sgd._release(plan, G + e, np.random.SeedSequence(5), None)
             - sgd._release(plan, G, np.random.SeedSequence(5), None))
     k = diff * (q * n) / e
