@@ -111,8 +111,11 @@ class BudgetAccountant:
 
     @property
     def detached(self):
-        """Whether this is a detached copy, which cannot charge: pickled, or
-        inherited by a forked process."""
+        """Whether this is a detached copy, which cannot charge.
+
+        A copy is detached when it was pickled (e.g. sent to a joblib process
+        worker) or inherited by a forked process.
+        """
         return self._detached or self._pid != os.getpid()
 
     def _check_attached(self, method):
