@@ -317,7 +317,9 @@ class PrivateGridSearch(DelegatingMixin, UserLevelMixin, MetaEstimatorMixin,
         per-fit budget; every one checked before anything is fitted."""
         candidates = []
         for point in grid:
-            est = clone(self.estimator).set_params(**point)
+            # the grid's estimator objects are cloned too (as GridSearchCV
+            # does): candidates never share a step, nor fit the user's object
+            est = clone(self.estimator).set_params(**clone(point, safe=False))
             prefix = private_step_prefix(est)  # a grid may replace a step
             est.set_params(**{f"{prefix}epsilon": epsilon, f"{prefix}delta": delta})
             candidates.append(est)

@@ -258,3 +258,35 @@ def test_invalid_n_jobs(n_jobs):
     with pytest.raises(ValueError, match="n_jobs"):
         _search(ClipNoiseMeanEstimator(), {"radius": [1.0]}, n_jobs=n_jobs).fit(
             "not data")
+
+
+def _shift(X):
+    return np.asarray(X) + 1.0
+
+
+@pytest.mark.parametrize("backend", ["sequential", "threading", "loky"])
+def test_estimators_in_the_grid_are_cloned_for_every_candidate(backend):
+    # review finding 6: a step given in param_grid is cloned per candidate
+    # (as GridSearchCV does). Shared, the candidates fitted one object: the
+    # second fit overwrote the first (sequential), both used one seed (loky),
+    # threads raced, and the user's object came back fitted.
+    X, g = _skewed(n_users=400)
+    shared = ClipNoiseMeanEstimator(bounds=(0, 4), radius=4.0)
+    pipe = make_pipeline(FunctionTransformer(), ClipNoiseMeanEstimator(bounds=(0, 4)))
+    grid = {"functiontransformer": [FunctionTransformer(), FunctionTransformer(_shift)],
+            "clipnoisemeanestimator": [shared]}
+    seen = []
+
+    def loss(est, X, y):  # records every fitted candidate (in this process)
+        seen.append(est)
+        return np.zeros(len(X))
+
+    with parallel_config(backend=backend):
+        _search(pipe, grid, epsilon=50.0, loss=loss, loss_bound=32.0,
+                n_jobs=2).fit(X, groups=g)
+    first, second = (est[-1] for est in seen)
+    assert first is not second and shared not in (first, second)
+    assert not hasattr(shared, "mean_") and shared.epsilon == 1.0
+    diff = second.mean_ - first.mean_  # the shift, with noise of its own
+    np.testing.assert_allclose(diff, 1.0, atol=0.2)
+    assert not np.allclose(diff, 1.0, rtol=0, atol=1e-12)
