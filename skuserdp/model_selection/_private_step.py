@@ -10,8 +10,6 @@ unless it learns nothing from them. So the search accepts (OUR RULE, issue
 
 * a skuserdp estimator with ``epsilon`` and ``delta`` parameters (the private
   step itself);
-* a skuserdp meta-estimator that records the ``privacy_loss_`` of its one
-  inner ``estimator`` (:class:`~skuserdp.model_selection.BudgetedEstimator`);
 * a scikit-learn ``Pipeline`` whose last step is one of these and whose
   other steps learn nothing from the data (:func:`check_learns_nothing`):
   their fit only checks shapes, or sets a state that is fully declared.
@@ -39,6 +37,8 @@ from sklearn.preprocessing import (
     OrdinalEncoder,
     PolynomialFeatures,
 )
+
+from ._budgeted import BudgetedEstimator
 
 __all__ = ["private_step_prefix", "check_learns_nothing", "fitted_privacy_loss",
            "groups_fit_params", "private_step_name", "mean_step_and_rows"]
@@ -148,7 +148,8 @@ def private_step_prefix(estimator):
     """The parameter prefix of the private step of ``estimator``.
 
     ``""`` for a skuserdp estimator with ``epsilon``/``delta`` parameters,
-    ``"userdpsgdregressor__"`` for a Pipeline ending in one, and so on
+    ``"userdpsgdregressor__"`` for a Pipeline ending in one (nested
+    Pipelines too)
     (the search sets ``prefix + "epsilon"`` and ``prefix + "delta"``).
     The other steps of a Pipeline are checked by
     :func:`check_learns_nothing`.
@@ -169,17 +170,23 @@ def private_step_prefix(estimator):
         for name, step in steps:
             check_learns_nothing(step, name)
         return f"{last_name}__" + private_step_prefix(last)
-    if _is_ours(estimator) and "estimator" in params:
-        return "estimator__" + private_step_prefix(params["estimator"])
+    if isinstance(estimator, BudgetedEstimator):
+        raise TypeError(
+            f"PrivateGridSearch cannot search a {type(estimator).__name__}: its "
+            "accountant would be charged the candidates' fits but not the "
+            "selection on the validation users, which reads them too (it would "
+            "under-charge the search). Search the estimator itself and pass "
+            "the accountant to the search: PrivateGridSearch(estimator, ..., "
+            "accountant=accountant) charges the search's whole spend.")
     if _is_ours(estimator):
         raise TypeError(f"{type(estimator).__name__} has no epsilon/delta "
                         "parameters: PrivateGridSearch sets the per-fit budget "
                         "there.")
     raise TypeError(
         f"{type(estimator).__name__} has no epsilon/delta parameters: only "
-        "skuserdp estimators can be searched, alone, in a Pipeline (as its "
-        "last step, after steps that learn nothing from the data) or in "
-        "BudgetedEstimator. Other meta-estimators are refused: the search "
+        "skuserdp estimators can be searched, alone or in a Pipeline (as its "
+        "last step, after steps that learn nothing from the data). Other "
+        "meta-estimators are refused: the search "
         "cannot tell what they spend or learn (they may fit their estimator "
         "several times, or fit other parts on the data).")
 

@@ -107,9 +107,10 @@ class PrivateGridSearch(DelegatingMixin, UserLevelMixin, MetaEstimatorMixin,
     ----------
     estimator : estimator instance
         A skuserdp estimator with ``epsilon`` and ``delta`` parameters (the
-        *private step*), a
-        :class:`~skuserdp.model_selection.BudgetedEstimator` of one, or a
-        ``Pipeline`` that ends in one. The private step's ``epsilon`` and
+        *private step*), or a ``Pipeline`` that ends in one. (A
+        :class:`~skuserdp.model_selection.BudgetedEstimator` is refused: its
+        accountant would not see the selection; pass ``accountant=`` to the
+        search.) The private step's ``epsilon`` and
         ``delta`` (e.g. ``userdpsgdregressor__epsilon``) are replaced by the
         per-fit budget. The other steps of a Pipeline are fitted on the
         private training users and published with the winner, so they must

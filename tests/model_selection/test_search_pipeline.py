@@ -138,21 +138,39 @@ def test_a_regressor_pipeline_with_declared_categories_on_a_dataframe():
     assert best[-1].random_state is None  # no seed published
 
 
-def test_budgeted_estimator_and_nested_pipelines_are_searched():
+def test_nested_pipelines_are_searched():
     assert private_step_prefix(ClipNoiseMeanEstimator()) == ""
     inner = make_pipeline(Normalizer(), ClipNoiseMeanEstimator())
     assert private_step_prefix(make_pipeline(FunctionTransformer(), inner)) == \
         "pipeline__clipnoisemeanestimator__"
     X, g = _skewed()
+    pipe = make_pipeline(FunctionTransformer(), make_pipeline(
+        FunctionTransformer(), CoinPressMeanEstimator(bounds=(0, 1))))
+    search = _search(pipe, {"pipeline__coinpressmeanestimator__radius": [0.5, 1.0]})
+    search.fit(X, groups=g)
+    assert search.best_estimator_[-1][-1].random_state is None
+    assert search.fit_losses_[search.best_index_] == \
+        search.best_estimator_[-1][-1].privacy_loss_
+
+
+@pytest.mark.parametrize("where", ["estimator", "pipeline", "grid"])
+def test_a_budgeted_estimator_is_refused_with_the_way_out(where):
+    # review finding 7: its accountant saw the K fits, not the selection on
+    # the validation users (which reads them): the search under-charged it
     acc = BudgetAccountant(epsilon=10.0, delta=1e-5)
-    est = BudgetedEstimator(CoinPressMeanEstimator(bounds=(0, 1)), acc)
-    pipe = make_pipeline(FunctionTransformer(), est)
-    assert private_step_prefix(pipe) == "budgetedestimator__estimator__"
-    search = _search(pipe, {"budgetedestimator__estimator__radius": [0.5, 1.0]}).fit(
-        X, groups=g)
-    # each candidate's fit is charged to the BudgetedEstimator's accountant
-    assert [loss for _, loss in acc.ledger] == search.fit_losses_
-    assert search.best_estimator_[-1].estimator_.random_state is None
+    budgeted = BudgetedEstimator(ClipNoiseMeanEstimator(bounds=(0, 1)), acc)
+    est, grid = {
+        "estimator": (budgeted, {"estimator__radius": [0.5, 1.0]}),
+        "pipeline": (make_pipeline(FunctionTransformer(), budgeted),
+                     {"budgetedestimator__estimator__radius": [0.5, 1.0]}),
+        "grid": (make_pipeline(FunctionTransformer(), ClipNoiseMeanEstimator()),
+                 {"clipnoisemeanestimator": [ClipNoiseMeanEstimator(), budgeted]}),
+    }[where]
+    X, g = _skewed(n_users=200)
+    with pytest.raises(TypeError, match="cannot search a BudgetedEstimator.*"
+                                        "accountant=accountant"):
+        _search(est, grid).fit(X, groups=g)
+    assert len(acc.ledger) == 0  # nothing was fitted or charged
 
 
 _OK_STEPS = [
