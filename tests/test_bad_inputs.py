@@ -320,6 +320,29 @@ def build_text_cell(kind, est):
     return d, Error(VALUE, r"non-numeric .*'age'")
 
 
+def build_text_and_huge_int(kind, est):
+    """A text cell and a Python int beyond float64 (its conversion fails
+    with an OverflowError, which must not carry the text as its context)."""
+    d = _base(kind)
+    X = d.X.astype(object)
+    X[9, 0] = SENTINEL_TEXT
+    X[11, 1 if kind != "discrete" else 0] = 10 ** 400 + 4242
+    d.X = _frame(kind, X)
+    if kind == "discrete":  # values outside the classes: no class
+        return d, Accept()
+    return d, Error(VALUE, r"non-numeric .*'age'")
+
+
+def build_huge_int(kind, est):
+    d = _base(kind)
+    X = d.X.astype(object)
+    X[11, 1 if kind != "discrete" else 0] = 10 ** 400 + 4242
+    d.X = _frame(kind, X)
+    if kind == "discrete":
+        return d, Accept()
+    return d, Error(VALUE, r"beyond the float64 range .*'income'")
+
+
 def build_sparse(kind, est):
     d = _base(kind)
     d.X = sp.csr_matrix(d.X)
@@ -508,6 +531,8 @@ CASES = [
     Case("ids_mixed_types", build_mixed_ids),
     Case("ids_int8_wide", build_int8_ids),
     Case("text_cell", build_text_cell),
+    Case("text_and_huge_int", build_text_and_huge_int),
+    Case("huge_int", build_huge_int),
     Case("sparse_X", build_sparse),
     Case("X_3d", build_3d),
     Case("X_1d", build_1d),
@@ -550,6 +575,20 @@ def _assert_no_data_value(message, where):
         assert pattern not in message, f"{where} shows a data value: {message!r}"
 
 
+def exception_chain(error):
+    """Every exception a printed traceback of ``error`` could show: those it
+    was raised from (``__cause__``) or during (``__context__``), recursively
+    along both links (a suppressed context is still in the chain)."""
+    seen, todo = [], [error.__cause__, error.__context__]
+    while todo:
+        exc = todo.pop()
+        if exc is None or any(exc is s for s in seen):
+            continue
+        seen.append(exc)
+        todo += [exc.__cause__, exc.__context__]
+    return seen
+
+
 def run_cell(est, case):
     """Run one cell; return ``("error" | "accepted", message)``."""
     kind = _kind(est)
@@ -574,10 +613,8 @@ def run_cell(est, case):
         message = str(error)
         _assert_no_data_value(message, type(error).__name__)
         # nor in the exceptions it was raised from (a printed traceback)
-        cause = error.__cause__ or error.__context__
-        while cause is not None:
-            _assert_no_data_value(str(cause), "the cause of " + type(error).__name__)
-            cause = cause.__cause__ or cause.__context__
+        for cause in exception_chain(error):
+            _assert_no_data_value(str(cause), "the chain of " + type(error).__name__)
         if isinstance(expected, Accept):
             raise AssertionError(
                 f"expected the fit to be accepted; it raised {error!r}") from error

@@ -86,30 +86,34 @@ def _column_names(X):
     return None if columns is None else list(columns)
 
 
-def _non_numeric_columns(X):
-    """Indices of the columns of ``X`` that do not convert to float64 (checked
-    only after a conversion failed: the message names them)."""
-    if hasattr(X, "iloc") and hasattr(X, "columns"):
-        columns = [X.iloc[:, j] for j in range(X.shape[1])]
-    else:
-        try:
+def _bad_columns(X):
+    """``(text, huge)``: the indices of the columns of ``X`` that do not
+    convert to float64 -- because of a non-numeric cell, resp. only because
+    of a number beyond the float64 range (e.g. a huge Python int). Checked
+    only after a conversion failed (the message names them); never raises."""
+    try:
+        if hasattr(X, "iloc") and hasattr(X, "columns"):
+            columns = [X.iloc[:, j] for j in range(X.shape[1])]
+        else:
             array = np.asarray(X)
-        except (TypeError, ValueError):
-            return []
-        if array.ndim == 1:
-            array = array[:, None]
-        if array.ndim != 2 or array.dtype.kind in "biufc":
-            return []
-        columns = [array[:, j] for j in range(array.shape[1])]
-    bad = []
+            if array.ndim == 1:
+                array = array[:, None]
+            if array.ndim != 2 or array.dtype.kind in "biufc":
+                return [], []
+            columns = [array[:, j] for j in range(array.shape[1])]
+    except Exception:  # noqa: BLE001 -- (a shape we cannot read: no names)
+        return [], []
+    text, huge = [], []
     for j, column in enumerate(columns):
         if getattr(column.dtype, "kind", "O") in "biufc":
             continue
         try:
             np.asarray(column, dtype=np.float64)
-        except (TypeError, ValueError):
-            bad.append(j)
-    return bad
+        except OverflowError:
+            huge.append(j)
+        except Exception:  # noqa: BLE001 -- any failure: not a number
+            text.append(j)
+    return text, huge
 
 
 #: numpy's message for a cell of a non-numeric type: it names the type, no value
@@ -133,23 +137,44 @@ def _scrubbed(message):
 
 
 def _safe_error(exc, X, y, names):
-    """The error to raise instead of ``exc``: its message without data values."""
+    """The error to raise instead of ``exc``: its message without data values.
+    ``X`` may be None (only ``y`` was validated)."""
     kind = TypeError if isinstance(exc, TypeError) else ValueError
-    bad = _non_numeric_columns(X)
-    if bad:
+    text, huge = ([], []) if X is None else _bad_columns(X)
+    if text:
         message = (
             f"X has non-numeric values (e.g. text) in column(s) "
-            f"{feature_labels(bad, names)}: skuserdp estimators need numbers. "
+            f"{feature_labels(text, names)}: skuserdp estimators need numbers. "
             "Encode such columns first, e.g. with a OneHotEncoder in a Pipeline "
             "(a per-row step, which keeps the user-level guarantee).")
         found = _TYPE_MESSAGE.search(str(exc))
         if found:  # (scikit-learn's checks expect numpy's wording)
             message += f" ({found.group(0)}.)"
         return kind(message)
-    if y is not None and not isinstance(y, str) and _non_numeric_columns(y):
+    if huge:
+        return ValueError(
+            f"X has numbers beyond the float64 range (e.g. huge Python ints) in "
+            f"column(s) {feature_labels(huge, names)}: skuserdp estimators need "
+            "float64 values.")
+    y_text, y_huge = ([], []) if y is None or isinstance(y, str) else _bad_columns(y)
+    if y_text:
         return kind("y has non-numeric values (e.g. text): this estimator needs "
                     "numeric targets.")
+    if y_huge:
+        return ValueError("y has numbers beyond the float64 range (e.g. huge "
+                          "Python ints): this estimator needs float64 targets.")
     return kind(_scrubbed(str(exc)))
+
+
+def _error_without_values(exc, X, y, names):
+    """:func:`_safe_error`, which never raises: should building the message
+    fail, a generic one (never ``exc``'s, which may show a value)."""
+    try:
+        return _safe_error(exc, X, y, names)
+    except Exception:  # noqa: BLE001 -- any failure: the generic message
+        kind = TypeError if isinstance(exc, TypeError) else ValueError
+        return kind(f"the input could not be validated ({type(exc).__name__}; "
+                    "the message is not shown: it may contain data values).")
 
 
 def check_finite_rows(X, names=None):
@@ -181,7 +206,8 @@ def validate_rows(estimator, X, y="no_validation", *, reset=True, finite=True,
     scikit-learn and numpy print the data in some messages (a 1-D or complex
     ``X``, a text cell that does not convert to float). Here every
     ``ValueError`` or ``TypeError`` of the validation is raised again, of the
-    same kind, with those values removed (the shape, dtype and the columns
+    same kind (an ``OverflowError``, e.g. of a huge Python int, as a
+    ``ValueError``), with those values removed (the shape, dtype and the columns
     concerned are kept), and without the original as its context (a printed
     traceback would show it). With ``finite=True``, NaN or infinity in ``X``
     is refused with skuserdp's message, which names the columns.
@@ -225,12 +251,15 @@ def check_rows(X, **check_params):
 
 
 def _without_values(validate, X, y, names):
-    """``validate()``; its ``ValueError`` or ``TypeError`` raised again without
-    data values (:func:`_safe_error`) and without the original as context."""
+    """``validate()``; its ``ValueError``, ``TypeError`` or ``ArithmeticError``
+    (e.g. the ``OverflowError`` of a huge Python int) raised again without data
+    values (:func:`_safe_error`) and without the original, nor any exception
+    raised while building the message, in its chain (``__cause__`` and
+    ``__context__`` are None: a printed traceback shows no value)."""
     try:
         return validate()
-    except (TypeError, ValueError) as exc:
-        error = _safe_error(exc, X, y, names)
+    except (TypeError, ValueError, ArithmeticError) as exc:
+        error = _error_without_values(exc, X, y, names)
     raise error  # (outside the except clause: no context to print)
 
 
