@@ -35,10 +35,10 @@ import re
 
 import numpy as np
 from sklearn.utils import check_array
-from sklearn.utils.validation import validate_data
+from sklearn.utils.validation import column_or_1d, validate_data
 
 __all__ = ["check_center", "check_bound", "check_bounds", "check_positive_scalar",
-           "check_rows", "feature_labels", "validate_rows"]
+           "check_rows", "check_targets", "feature_labels", "validate_rows"]
 
 #: how many features a message names at most
 MAX_LABELS = 10
@@ -136,9 +136,10 @@ def _scrubbed(message):
     return re.sub(r"(: |: b)(['\"]).*\2\s*$", ": (the value is not shown)", message)
 
 
-def _safe_error(exc, X, y, names):
+def _safe_error(exc, X, y, names, y_name="y"):
     """The error to raise instead of ``exc``: its message without data values.
-    ``X`` may be None (only ``y`` was validated)."""
+    ``X`` may be None (only ``y``, named ``y_name`` in the message, was
+    validated)."""
     kind = TypeError if isinstance(exc, TypeError) else ValueError
     text, huge = ([], []) if X is None else _bad_columns(X)
     if text:
@@ -158,19 +159,20 @@ def _safe_error(exc, X, y, names):
             "float64 values.")
     y_text, y_huge = ([], []) if y is None or isinstance(y, str) else _bad_columns(y)
     if y_text:
-        return kind("y has non-numeric values (e.g. text): this estimator needs "
-                    "numeric targets.")
+        return kind(f"{y_name} has non-numeric values (e.g. text): this "
+                    "estimator needs numeric values there.")
     if y_huge:
-        return ValueError("y has numbers beyond the float64 range (e.g. huge "
-                          "Python ints): this estimator needs float64 targets.")
+        return ValueError(f"{y_name} has numbers beyond the float64 range (e.g. "
+                          "huge Python ints): this estimator needs float64 "
+                          "values there.")
     return kind(_scrubbed(str(exc)))
 
 
-def _error_without_values(exc, X, y, names):
+def _error_without_values(exc, X, y, names, y_name="y"):
     """:func:`_safe_error`, which never raises: should building the message
     fail, a generic one (never ``exc``'s, which may show a value)."""
     try:
-        return _safe_error(exc, X, y, names)
+        return _safe_error(exc, X, y, names, y_name)
     except Exception:  # noqa: BLE001 -- any failure: the generic message
         kind = TypeError if isinstance(exc, TypeError) else ValueError
         return kind(f"the input could not be validated ({type(exc).__name__}; "
@@ -243,6 +245,31 @@ def validate_rows(estimator, X, y="no_validation", *, reset=True, finite=True,
     return out
 
 
+def check_targets(y, *, numeric=True, name="y"):
+    """Held-out targets (or weights) for ``score``: a 1-D array, float64 when
+    ``numeric``, with messages that show no data value (as
+    :func:`validate_rows`).
+
+    Parameters
+    ----------
+    y : array-like of shape (n_samples,) or (n_samples, 1)
+    numeric : bool, default=True
+        Whether the values must be numbers (a regressor's targets, weights);
+        ``False`` keeps labels of any type (a classifier's).
+    name : str, default="y"
+        The argument's name, for the messages.
+
+    Returns
+    -------
+    y : ndarray of shape (n_samples,)
+    """
+    def check():
+        return column_or_1d(check_array(
+            y, ensure_2d=False, dtype=np.float64 if numeric else None,
+            ensure_all_finite=False, ensure_min_samples=0, input_name=name))
+    return _without_values(check, None, y, None, name)
+
+
 def check_rows(X, **check_params):
     """scikit-learn's ``check_array`` (for functions, without an estimator),
     with messages that show no data value, as :func:`validate_rows`."""
@@ -250,7 +277,7 @@ def check_rows(X, **check_params):
                            _column_names(X))
 
 
-def _without_values(validate, X, y, names):
+def _without_values(validate, X, y, names, y_name="y"):
     """``validate()``; its ``ValueError``, ``TypeError`` or ``ArithmeticError``
     (e.g. the ``OverflowError`` of a huge Python int) raised again without data
     values (:func:`_safe_error`) and without the original, nor any exception
@@ -259,7 +286,7 @@ def _without_values(validate, X, y, names):
     try:
         return validate()
     except (TypeError, ValueError, ArithmeticError) as exc:
-        error = _error_without_values(exc, X, y, names)
+        error = _error_without_values(exc, X, y, names, y_name)
     raise error  # (outside the except clause: no context to print)
 
 
