@@ -38,7 +38,8 @@ from sklearn.utils import check_array
 from sklearn.utils.validation import column_or_1d, validate_data
 
 __all__ = ["check_center", "check_bound", "check_bounds", "check_positive_scalar",
-           "check_rows", "check_targets", "feature_labels", "validate_rows"]
+           "check_rows", "check_targets", "error_without_values", "feature_labels",
+           "validate_rows"]
 
 #: how many features a message names at most
 MAX_LABELS = 10
@@ -196,9 +197,10 @@ def check_finite_rows(X, names=None):
         raise ValueError(
             f"X contains NaN or infinity in column(s) {feature_labels(bad, names)}; "
             "skuserdp estimators need finite values. Impute them with a public "
-            "value first, e.g. SimpleImputer(strategy='constant', fill_value=...) "
-            "in a Pipeline (a per-row step keeps the user-level guarantee; a mean "
-            "or median imputer would read the private data without noise).")
+            "value first, e.g. SimpleImputer(strategy='constant', fill_value=..., "
+            "keep_empty_features=True) in a Pipeline (a per-row step keeps the "
+            "user-level guarantee, and PrivateGridSearch accepts it; a mean or "
+            "median imputer would read the private data without noise).")
 
 
 def validate_rows(estimator, X, y="no_validation", *, reset=True, finite=True,
@@ -275,6 +277,42 @@ def check_rows(X, **check_params):
     with messages that show no data value, as :func:`validate_rows`."""
     return _without_values(lambda: check_array(X, **check_params), X, None,
                            _column_names(X))
+
+
+#: the messages of a failed conversion to numbers (the cell's value at the end)
+_CONVERSION = re.compile(r"could not convert|too large to convert|invalid literal|"
+                         r"must be a string or a (real )?number|Unable to convert")
+
+
+def error_without_values(exc, X=None, names=None):
+    """An error to raise instead of ``exc`` (raised by some step that read
+    ``X``), of the same kind (``TypeError``, else ``ValueError``), whose
+    message shows no data value: a failed conversion to numbers names the
+    columns of ``X`` that do not convert (as :func:`validate_rows` does);
+    any other message loses the arrays and quoted values scikit-learn and
+    NumPy print. Never raises. Raise the result outside the ``except``
+    clause (or ``from None``), so that ``exc`` is not in its chain.
+
+    Parameters
+    ----------
+    exc : Exception
+    X : array-like or None, default=None
+        The input of the step that raised ``exc``.
+    names : sequence or None, default=None
+        The column names of ``X``, for the message.
+
+    Returns
+    -------
+    error : TypeError or ValueError
+    """
+    if X is not None and _CONVERSION.search(str(exc)):
+        return _error_without_values(exc, X, None, names)
+    kind = TypeError if isinstance(exc, TypeError) else ValueError
+    try:
+        return kind(_scrubbed(str(exc)))
+    except Exception:  # noqa: BLE001 -- any failure: the generic message
+        return kind(f"{type(exc).__name__} (the message is not shown: it may "
+                    "contain data values).")
 
 
 def _without_values(validate, X, y, names, y_name="y"):
