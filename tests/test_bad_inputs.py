@@ -43,7 +43,7 @@ import scipy.sparse as sp
 from sklearn.base import clone
 from sklearn.utils._param_validation import InvalidParameterError
 
-from skuserdp.linear_model import UserDPSGDRegressor
+from skuserdp.linear_model import UserDPSGDClassifier, UserDPSGDRegressor
 from skuserdp.mean import ClipNoiseMeanEstimator
 from skuserdp.model_selection import BudgetedEstimator, PrivateGridSearch
 from skuserdp.privacy import BudgetAccountant
@@ -320,6 +320,29 @@ def build_text_cell(kind, est):
     return d, Error(VALUE, r"non-numeric .*'age'")
 
 
+def build_text_and_huge_int(kind, est):
+    """A text cell and a Python int beyond float64 (its conversion fails
+    with an OverflowError, which must not carry the text as its context)."""
+    d = _base(kind)
+    X = d.X.astype(object)
+    X[9, 0] = SENTINEL_TEXT
+    X[11, 1 if kind != "discrete" else 0] = 10 ** 400 + 4242
+    d.X = _frame(kind, X)
+    if kind == "discrete":  # values outside the classes: no class
+        return d, Accept()
+    return d, Error(VALUE, r"non-numeric .*'age'")
+
+
+def build_huge_int(kind, est):
+    d = _base(kind)
+    X = d.X.astype(object)
+    X[11, 1 if kind != "discrete" else 0] = 10 ** 400 + 4242
+    d.X = _frame(kind, X)
+    if kind == "discrete":
+        return d, Accept()
+    return d, Error(VALUE, r"beyond the float64 range .*'income'")
+
+
 def build_sparse(kind, est):
     d = _base(kind)
     d.X = sp.csr_matrix(d.X)
@@ -508,6 +531,8 @@ CASES = [
     Case("ids_mixed_types", build_mixed_ids),
     Case("ids_int8_wide", build_int8_ids),
     Case("text_cell", build_text_cell),
+    Case("text_and_huge_int", build_text_and_huge_int),
+    Case("huge_int", build_huge_int),
     Case("sparse_X", build_sparse),
     Case("X_3d", build_3d),
     Case("X_1d", build_1d),
@@ -550,6 +575,20 @@ def _assert_no_data_value(message, where):
         assert pattern not in message, f"{where} shows a data value: {message!r}"
 
 
+def exception_chain(error):
+    """Every exception a printed traceback of ``error`` could show: those it
+    was raised from (``__cause__``) or during (``__context__``), recursively
+    along both links (a suppressed context is still in the chain)."""
+    seen, todo = [], [error.__cause__, error.__context__]
+    while todo:
+        exc = todo.pop()
+        if exc is None or any(exc is s for s in seen):
+            continue
+        seen.append(exc)
+        todo += [exc.__cause__, exc.__context__]
+    return seen
+
+
 def run_cell(est, case):
     """Run one cell; return ``("error" | "accepted", message)``."""
     kind = _kind(est)
@@ -574,10 +613,8 @@ def run_cell(est, case):
         message = str(error)
         _assert_no_data_value(message, type(error).__name__)
         # nor in the exceptions it was raised from (a printed traceback)
-        cause = error.__cause__ or error.__context__
-        while cause is not None:
-            _assert_no_data_value(str(cause), "the cause of " + type(error).__name__)
-            cause = cause.__cause__ or cause.__context__
+        for cause in exception_chain(error):
+            _assert_no_data_value(str(cause), "the chain of " + type(error).__name__)
         if isinstance(expected, Accept):
             raise AssertionError(
                 f"expected the fit to be accepted; it raised {error!r}") from error
@@ -669,3 +706,63 @@ def test_nan_at_predict_time_is_refused_with_the_feature_name():
     with pytest.raises(ValueError, match=r"got 1D array.*Reshape") as info:
         est.predict(np.full(3, SENTINEL_NUMBER))
     _assert_no_data_value(str(info.value), "predict")
+
+
+# --------------------------------------------- score: held-out targets too
+def _fitted_models():
+    d = _base("regressor")
+    reg = [_make(name, cls).fit(d.X, d.y, groups=d.groups)
+           for name, cls in all_estimators()
+           if _kind(cls()) == "regressor"]
+    c = _base("classifier")
+    labels = np.array(["a", "b", "c"])[c.y]
+    clf = UserDPSGDClassifier(**{**INIT_PARAMS["UserDPSGDClassifier"],
+                                 "classes": ["a", "b", "c"]}).fit(
+        c.X, labels, groups=c.groups)
+    return reg, (clf, c.X, labels)
+
+
+def _score_error(call):
+    try:
+        call()
+    except (ValueError, TypeError) as exc:
+        message = str(exc)
+        for cause in [exc] + exception_chain(exc):
+            _assert_no_data_value(str(cause), "a score error")
+        return message
+    raise AssertionError("expected an error")
+
+
+def test_score_messages_show_no_held_out_value():
+    # review finding 12: scikit-learn's score printed a text target
+    # ("could not convert string to float: '...'") and, for a classifier,
+    # the labels when their type differs from the classes'
+    regressors, (clf, Xc, labels) = _fitted_models()
+    d = _base("regressor")
+    text_y = d.y.astype(object)
+    text_y[3] = SENTINEL_TEXT
+    for reg in regressors:
+        assert "y has non-numeric values" in _score_error(
+            lambda: reg.score(d.X, text_y))
+        assert "y has numbers beyond the float64 range" in _score_error(
+            lambda: reg.score(d.X, np.array([10 ** 400 + 4242] * len(d.y))))
+        assert "y should be a 1d array" in _score_error(
+            lambda: reg.score(d.X, np.full((len(d.y), 2), SENTINEL_NUMBER)))
+        weights = np.ones(len(d.y), dtype=object)
+        weights[2] = SENTINEL_TEXT
+        assert "sample_weight has non-numeric values" in _score_error(
+            lambda: reg.score(d.X, d.y, sample_weight=weights))
+        assert np.isfinite(reg.score(d.X, d.y))
+    # labels of another type than the classes: wrong predictions, no error
+    assert clf.score(Xc, np.arange(len(labels)) + 4242) == 0.0
+    odd = labels.astype(object)
+    odd[3] = SENTINEL_TEXT
+    assert clf.score(Xc, odd) == pytest.approx(
+        np.mean(clf.predict(Xc) == odd.astype(str)))
+    # the same as scikit-learn's accuracy where that one works
+    from sklearn.metrics import accuracy_score
+    w = np.linspace(0.5, 2.0, len(labels))
+    assert clf.score(Xc, labels, sample_weight=w) == pytest.approx(
+        accuracy_score(labels, clf.predict(Xc), sample_weight=w))
+    assert "y should be a 1d array" in _score_error(
+        lambda: clf.score(Xc, np.full((len(labels), 2), SENTINEL_NUMBER)))

@@ -197,6 +197,79 @@ def test_groups_column_name_in_the_meta_estimators_and_user_means():
         user_means(df[names].to_numpy(), "uid")
 
 
+def _numeric_frame():
+    """A table whose id column 'uid' holds numbers (a Normalizer can read it)."""
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(0)
+    g = np.repeat(np.arange(40), 3)
+    X = rng.uniform(0, 1, (g.size, 2))
+    return pd.DataFrame({"uid": g, "a": X[:, 0], "b": X[:, 1]})
+
+
+@pytest.mark.filterwarnings("ignore::skuserdp.exceptions.AccuracyWarning")
+@pytest.mark.parametrize("with_routing", [True, False], ids=["routing", "no-routing"])
+def test_a_column_name_after_a_transforming_pipeline_step_is_refused(with_routing):
+    # review finding 9: the steps before the estimator saw the id column as a
+    # feature; a Normalizer (pandas output) rewrote it row by row and the fit
+    # found 118 "users" in 40 users' rows: silently item-level
+    from sklearn.preprocessing import Normalizer
+
+    from skuserdp.model_selection import BudgetedEstimator
+    from skuserdp.privacy import BudgetAccountant
+
+    df = _numeric_frame()
+    for last in (ClipNoiseMeanEstimator(bounds=(0, 1)), BudgetedEstimator(
+            ClipNoiseMeanEstimator(bounds=(0, 1)), BudgetAccountant(10.0, 1e-3))):
+        pipe = make_pipeline(Normalizer().set_output(transform="pandas"), last)
+        name = pipe.steps[-1][0]
+        groups = {"groups": "uid"} if with_routing else {f"{name}__groups": "uid"}
+        with sklearn.config_context(enable_metadata_routing=with_routing):
+            with pytest.raises(ValueError, match=r"groups='uid' names a column "
+                               r"of X, but X reaches this estimator through the "
+                               r"step\(s\) \['normalizer'\] of a Pipeline.*"
+                               r"groups=X\['uid'\]"):
+                pipe.fit(df, **groups)
+            # the ids themselves, X without the column: the 40 users
+            ids = {k: df["uid"] for k in groups}
+            fitted = pipe.fit(df.drop(columns="uid"), **ids)[-1]
+            assert getattr(fitted, "estimator_", fitted).n_users_ == 40
+            # steps that do not transform X change nothing
+            same = make_pipeline("passthrough", sklearn.base.clone(last))
+            fitted = same.fit(df, **{k.replace(name, same.steps[-1][0]): v
+                                     for k, v in groups.items()})[-1]
+            assert getattr(fitted, "estimator_", fitted).n_users_ == 40
+
+
+@pytest.mark.filterwarnings("ignore::skuserdp.exceptions.AccuracyWarning")
+def test_ids_that_are_also_a_column_of_X_are_refused(routing):
+    # review finding 10: fit(df, groups=df["uid"]) made the id a feature
+    from skuserdp.model_selection import BudgetedEstimator, PrivateGridSearch
+    from skuserdp.privacy import BudgetAccountant
+
+    df = _numeric_frame()
+    est = ClipNoiseMeanEstimator(bounds=(0, 1))
+    match = r"groups is the column 'uid' of X.*groups='uid'.*drop\(columns='uid'\)"
+    for fit in (
+        lambda: sklearn.base.clone(est).fit(df, groups=df["uid"]),
+        lambda: BudgetedEstimator(est, BudgetAccountant(10.0, 1e-3)).fit(
+            df, groups=df["uid"]),
+        lambda: PrivateGridSearch(est, {"radius": [1.0, 2.0]}, epsilon=5.0,
+                                  loss_bound=2.0, tau=1.0).fit(df, groups=df["uid"]),
+        lambda: user_means(df, df["uid"]),
+    ):
+        with pytest.raises(ValueError, match=match):
+            fit()
+    # GridSearchCV hands every fit a part of both: each fit refuses
+    with pytest.raises(ValueError, match="groups is the column 'uid' of X"):
+        GridSearchCV(est, {"radius": [1.0, 2.0]}, cv=GroupKFold(3),
+                     error_score="raise").fit(df, groups=df["uid"])
+    fitted = sklearn.base.clone(est).fit(df.drop(columns="uid"), groups=df["uid"])
+    assert fitted.n_users_ == 40 and list(fitted.feature_names_in_) == ["a", "b"]
+    # a Series of that name with other values (e.g. coarser ids) is not it
+    households = (df["uid"] // 2).rename("uid")
+    assert sklearn.base.clone(est).fit(df, groups=households).n_users_ == 20
+
+
 # ------------------------------------------------- the README's snippets
 def _readme_blocks(section=None):
     """The ```python blocks of README.md (of one ``## section`` if given)."""

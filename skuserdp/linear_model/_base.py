@@ -19,6 +19,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.metrics import r2_score
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..base import (
@@ -37,7 +38,7 @@ from ..users._aggregate import _means_by_code
 from ..users._dask import DaskPanel, is_dask_collection, refuse_dask
 from ..users._groups import check_groups_alignment, check_y_alignment
 from ..utils._random import fit_random_state, make_seed_sequence
-from ..utils._validation import check_bounds, validate_rows
+from ..utils._validation import check_bounds, check_targets, validate_rows
 
 __all__ = ["project_rows", "user_averaging_matrix"]
 
@@ -229,6 +230,33 @@ class _UserDPLinearModel(UserLevelMixin, BaseEstimator):
         panel = DaskPanel(X, groups, y, target_map=target_map)
         validate_data(self, panel.meta, skip_check_array=True)
         return panel
+
+    def _r2_score(self, X, y, sample_weight):
+        """``score`` of the regressors: R², with ``y`` (and the weights)
+        validated first, so that no message shows a held-out value."""
+        y = check_targets(y)
+        if sample_weight is not None:
+            sample_weight = check_targets(sample_weight, name="sample_weight")
+        return float(r2_score(y, self.predict(X), sample_weight=sample_weight))
+
+    def _accuracy(self, X, y, sample_weight):
+        """``score`` of the classifiers: the fraction (weighted) of rows whose
+        label is predicted, computed here: scikit-learn's ``accuracy_score``
+        prints the labels when their types differ from the classes'. A label
+        outside ``classes`` counts as a wrong prediction."""
+        y = check_targets(y, numeric=False)
+        pred = self.predict(X)
+        if y.shape[0] != pred.shape[0]:
+            raise ValueError(f"X has {pred.shape[0]} rows but y has {y.shape[0]}: "
+                             "pass one label per row.")
+        right = np.fromiter((bool(p == t) for p, t in zip(pred.tolist(), y.tolist())),
+                            dtype=bool, count=y.shape[0])
+        if sample_weight is not None:
+            sample_weight = check_targets(sample_weight, name="sample_weight")
+            if sample_weight.shape != right.shape:
+                raise ValueError(f"sample_weight has {sample_weight.shape[0]} "
+                                 f"values but X has {right.shape[0]} rows.")
+        return float(np.average(right, weights=sample_weight))
 
     def _augment(self, Z):
         """Rows in box units, with a column of ones for the intercept."""

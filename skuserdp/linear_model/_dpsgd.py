@@ -775,7 +775,7 @@ class UserDPSGDRegressor(RegressorMixin, _BaseUserDPSGD):
             The coefficient of determination.
         """
         X, _ = split_groups_column(X, groups)
-        return RegressorMixin.score(self, X, y, sample_weight=sample_weight)
+        return self._r2_score(X, y, sample_weight)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -1018,7 +1018,7 @@ class UserDPSGDClassifier(ClassifierMixin, _BaseUserDPSGD):
             The fraction of correctly classified rows.
         """
         X, _ = split_groups_column(X, groups)
-        return ClassifierMixin.score(self, X, y, sample_weight=sample_weight)
+        return self._accuracy(X, y, sample_weight)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -786,7 +786,7 @@ class UserDPLinearRegression(RegressorMixin, _UserDPLinearModel):
             The coefficient of determination.
         """
         X, _ = split_groups_column(X, groups)
-        return RegressorMixin.score(self, X, y, sample_weight=sample_weight)
+        return self._r2_score(X, y, sample_weight)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -552,16 +552,20 @@ def _row_losses(estimator, X, y, loss, n_samples):
         return -np.log(p)
 
 
-def _user_losses(candidates, X, y, groups, loss, loss_bound):
+def _user_losses(candidates, X, y, groups, loss, loss_bound, rows_of=None):
     """The ``(n_users, K)`` table of every user's average loss per candidate.
 
-    Per-row losses are projected onto ``[0, B]`` (NaN -> B) first: a
-    per-row, hence per-user, step that costs no privacy.
+    ``rows_of(candidate, X)`` gives the estimator and rows each candidate's
+    loss is computed on (default: the candidate and ``X``; the search passes
+    the private step of a Pipeline and the rows it sees). Per-row losses are
+    projected onto ``[0, B]`` (NaN -> B) first: a per-row, hence per-user,
+    step that costs no privacy.
     """
     n_samples = _num_samples(X)  # also sparse matrices, lists, DataFrames
     rows = np.empty((n_samples, len(candidates)))
     for k, est in enumerate(candidates):
-        rows[:, k] = _row_losses(est, X, y, loss, n_samples)
+        est, X_k = (est, X) if rows_of is None else rows_of(est, X)
+        rows[:, k] = _row_losses(est, X_k, y, loss, n_samples)
     rows[np.isnan(rows)] = loss_bound
     np.clip(rows, 0.0, loss_bound, out=rows)
     return user_means(rows, groups).means

@@ -14,14 +14,17 @@ privacy quantity comes from :mod:`skuserdp.privacy`
 """
 
 import numbers
+import os
+import warnings
 
 import numpy as np
-from sklearn import get_config
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone
+from sklearn.exceptions import DataConversionWarning
 from sklearn.model_selection import ParameterGrid
 from sklearn.utils.parallel import Parallel, delayed
 
 from ..base import UserLevelMixin, _check_not_sparse, resolve_user_codes
+from ..exceptions import AccuracyWarning, ItemLevelPrivacyWarning
 from ..mean._concentration import private_tau, private_tau_feasible
 from ..privacy import (
     BudgetAccountant,
@@ -35,6 +38,7 @@ from ..privacy import (
 from ..users._column import split_groups_column
 from ..users._dask import refuse_dask
 from ..users._groups import check_groups_alignment
+from ..utils._numeric import quiet_floating_point
 from ..utils._random import (
     charged_fit_seed,
     fit_random_state,
@@ -47,9 +51,9 @@ from ..utils._validation import validate_rows
 from ._delegation import DelegatingMixin
 from ._private_selection import _user_losses, private_selection
 from ._private_step import (
+    fit_candidate,
     fitted_privacy_loss,
-    groups_fit_params,
-    mean_step_and_rows,
+    private_rows,
     private_step_name,
     private_step_prefix,
 )
@@ -63,6 +67,15 @@ TAU_GAMMA = 0.01
 #: largest δ the selection's loop cap costs (never more than the search's δ;
 #: with delta = 0 the loop is not capped and the selection is pure DP)
 SELECTION_CAP_DELTA = 1e-12
+#: the warnings of the candidates' fits that are passed on: skuserdp's own,
+#: raised from public values (the plan, the number of users) and released
+#: outputs only, and scikit-learn's DataConversionWarning (a column-vector y,
+#: a conversion of dtype: from the shapes and dtypes of the input, its public
+#: schema). Any other warning raised while the candidates are fitted
+#: (scikit-learn's, NumPy's, a FunctionTransformer func's: they may depend
+#: on the rows), and every warning raised while the validation losses are
+#: computed, is dropped.
+PUBLIC_WARNINGS = (AccuracyWarning, ItemLevelPrivacyWarning, DataConversionWarning)
 
 
 def _mean_squared_distance(estimator, X, y):
@@ -70,16 +83,31 @@ def _mean_squared_distance(estimator, X, y):
     average is ``‖mean_ − x̄_u‖²`` plus the user's own spread, which is the
     same for every candidate). In a Pipeline, ``x`` is the row as the mean
     estimator sees it (after the steps before it)."""
-    estimator, X = mean_step_and_rows(estimator, X)
+    estimator, X = private_rows(estimator, X)
     # (as the estimator's fit would: finite numbers, no data value in messages)
     X = validate_rows(estimator, X, reset=False, dtype=np.float64)
     diff = X - estimator.mean_
     return np.einsum("ij,ij->i", diff, diff)
 
 
-def _fit_candidate(estimator, X, y, fit_params):
-    """Fit one candidate (in a joblib worker when ``n_jobs`` > 1)."""
-    return estimator.fit(X, y, **fit_params)
+def _public_warnings(caught):
+    """The recorded warnings that are passed on (:data:`PUBLIC_WARNINGS`)."""
+    return [w.message for w in caught if issubclass(w.category, PUBLIC_WARNINGS)]
+
+
+def _fit_candidate(estimator, X, y, groups, parent):
+    """Fit one candidate (in a joblib worker when ``n_jobs`` > 1); return it
+    and the warnings to pass on. In the search's process (sequentially or in
+    a thread) the search records the warnings itself; in another process
+    they are recorded here and returned. NumPy's floating-point warnings are
+    off (a worker thread does not inherit the search's error state)."""
+    if os.getpid() == parent:
+        with quiet_floating_point():
+            return fit_candidate(estimator, X, y, groups), []
+    with warnings.catch_warnings(record=True) as caught, quiet_floating_point():
+        warnings.simplefilter("always")
+        fitted = fit_candidate(estimator, X, y, groups)
+    return fitted, _public_warnings(caught)
 
 
 class PrivateGridSearch(DelegatingMixin, UserLevelMixin, MetaEstimatorMixin,
@@ -107,21 +135,30 @@ class PrivateGridSearch(DelegatingMixin, UserLevelMixin, MetaEstimatorMixin,
     ----------
     estimator : estimator instance
         A skuserdp estimator with ``epsilon`` and ``delta`` parameters (the
-        *private step*), a
-        :class:`~skuserdp.model_selection.BudgetedEstimator` of one, or a
-        ``Pipeline`` that ends in one. The private step's ``epsilon`` and
+        *private step*), or a ``Pipeline`` that ends in one. (A
+        :class:`~skuserdp.model_selection.BudgetedEstimator` is refused: its
+        accountant would not see the selection; pass ``accountant=`` to the
+        search.) The private step's ``epsilon`` and
         ``delta`` (e.g. ``userdpsgdregressor__epsilon``) are replaced by the
         per-fit budget. The other steps of a Pipeline are fitted on the
         private training users and published with the winner, so they must
-        learn nothing from the data: ``FunctionTransformer`` (its ``func``
-        acting on each row alone), ``Normalizer``, ``Binarizer``,
-        ``PolynomialFeatures``, ``OneHotEncoder``/``OrdinalEncoder`` with
-        declared ``categories=[...]`` (``handle_unknown="ignore"``,
-        resp. ``"use_encoded_value"``; dense output), a ``FrozenEstimator``
-        of a step fitted on public data, and ``ColumnTransformer``,
-        ``Pipeline`` or ``FeatureUnion`` of such. Any other step (e.g.
-        ``StandardScaler``, which reads the means) is refused by name
-        before anything is fitted (docs: *One budget across fits*).
+        learn nothing from the data, and neither their output's format nor
+        their errors or warnings may depend on it: ``FunctionTransformer``
+        (its ``func`` acting on each row alone, finite rows to finite rows;
+        ``check_inverse=False`` with an ``inverse_func``), ``Normalizer``,
+        ``Binarizer``, ``OneHotEncoder``/``OrdinalEncoder`` with declared
+        ``categories=[...]`` (``handle_unknown="ignore"``, dense, no
+        ``drop``; resp. ``"use_encoded_value"`` with a numeric
+        ``unknown_value``), ``SimpleImputer(strategy="constant",
+        fill_value=..., keep_empty_features=True)``, a ``FrozenEstimator``
+        of a step fitted on public data, and ``ColumnTransformer``
+        (``sparse_threshold=0``; columns by name, position or
+        ``make_column_selector(pattern=...)``), ``Pipeline`` or
+        ``FeatureUnion`` of such. Any other step (e.g. ``StandardScaler``,
+        which reads the means, or ``PolynomialFeatures``, whose products
+        can overflow) is refused by name before anything is fitted (docs:
+        *Searching a pipeline*). The search runs the steps itself: their
+        errors show no data value.
     param_grid : dict or list of dicts
         As for ``GridSearchCV``, with ``step__param`` names for a Pipeline;
         must not contain ``epsilon`` or ``delta``, at any depth (the budget
@@ -192,8 +229,15 @@ class PrivateGridSearch(DelegatingMixin, UserLevelMixin, MetaEstimatorMixin,
         The results are the same for every ``n_jobs`` and backend: every
         candidate's seed is fixed before the fits are dispatched. The
         ``accountant`` is charged once, in this process, after the fits
-        (it never reaches a worker); the candidates' warnings stay in
-        process workers.
+        (it never reaches a worker). The candidates' warnings are passed on
+        in this process, the same for every backend: only skuserdp's own
+        (``AccuracyWarning``, ``ItemLevelPrivacyWarning``: from public
+        values and released outputs) and scikit-learn's
+        ``DataConversionWarning`` (from the input's shapes and dtypes); any
+        other warning of the fits (a step's, NumPy's), and every warning
+        while the validation losses are computed, may depend on the rows
+        and is dropped. NumPy's floating-point warnings are off
+        (:func:`~skuserdp.utils._numeric.quiet_floating_point`).
 
     Attributes
     ----------
@@ -317,7 +361,9 @@ class PrivateGridSearch(DelegatingMixin, UserLevelMixin, MetaEstimatorMixin,
         per-fit budget; every one checked before anything is fitted."""
         candidates = []
         for point in grid:
-            est = clone(self.estimator).set_params(**point)
+            # the grid's estimator objects are cloned too (as GridSearchCV
+            # does): candidates never share a step, nor fit the user's object
+            est = clone(self.estimator).set_params(**clone(point, safe=False))
             prefix = private_step_prefix(est)  # a grid may replace a step
             est.set_params(**{f"{prefix}epsilon": epsilon, f"{prefix}delta": delta})
             candidates.append(est)
@@ -415,12 +461,18 @@ class PrivateGridSearch(DelegatingMixin, UserLevelMixin, MetaEstimatorMixin,
         seed_names = [set_fit_seeds(est, lambda name, value, s=seed: s.spawn(1)[0])
                       for est, seed in zip(candidates, fit_seed.spawn(len(grid)))]
         X_train, y_train = take(X_arr, ~val_rows), take(y, ~val_rows)
-        routing = get_config()["enable_metadata_routing"]
-        candidates = Parallel(n_jobs=self.n_jobs)(
-            delayed(_fit_candidate)(
-                est, X_train, y_train,
-                groups_fit_params(est, g[~val_rows], routing))
-            for est in candidates)
+        # the fits: only skuserdp's own warnings are passed on (from public
+        # values and released outputs); NumPy's floating-point warnings off
+        with warnings.catch_warnings(record=True) as caught, quiet_floating_point():
+            warnings.simplefilter("always")
+            fitted = Parallel(n_jobs=self.n_jobs)(
+                delayed(_fit_candidate)(est, X_train, y_train, g[~val_rows],
+                                        os.getpid())
+                for est in candidates)
+        passed = _public_warnings(caught) + [w for _, ws in fitted for w in ws]
+        for message in passed:
+            warnings.warn(message, stacklevel=2)
+        candidates = [est for est, _ in fitted]
         for est, names in zip(candidates, seed_names):
             forget_fit_seeds(est, names)
         losses = [fitted_privacy_loss(est) for est in candidates]
@@ -440,8 +492,15 @@ class PrivateGridSearch(DelegatingMixin, UserLevelMixin, MetaEstimatorMixin,
         tau_seed, select_seed = select_seed.spawn(2)
         # the validation users' average losses, computed once for τ and the
         # selection
-        table = _user_losses(candidates, take(X_arr, val_rows), take(y, val_rows),
-                             g[val_rows], self._loss(), float(self.loss_bound))
+        # (every warning dropped: they would read the validation rows)
+        loss = self._loss()
+        with warnings.catch_warnings(), quiet_floating_point():
+            warnings.simplefilter("ignore")
+            table = _user_losses(
+                candidates, take(X_arr, val_rows), take(y, val_rows), g[val_rows],
+                loss, float(self.loss_bound),
+                rows_of=None if callable(loss) and loss is not _mean_squared_distance
+                else private_rows)
         tau, tau_loss, eps_select = self._selection_tau(table, tau_seed)
         # delta = 0: an uncapped loop, pure DP; otherwise the cap's δ is at
         # most min(delta, 1e-12)

@@ -35,10 +35,11 @@ import re
 
 import numpy as np
 from sklearn.utils import check_array
-from sklearn.utils.validation import validate_data
+from sklearn.utils.validation import column_or_1d, validate_data
 
 __all__ = ["check_center", "check_bound", "check_bounds", "check_positive_scalar",
-           "check_rows", "feature_labels", "validate_rows"]
+           "check_rows", "check_targets", "error_without_values", "feature_labels",
+           "validate_rows"]
 
 #: how many features a message names at most
 MAX_LABELS = 10
@@ -86,30 +87,34 @@ def _column_names(X):
     return None if columns is None else list(columns)
 
 
-def _non_numeric_columns(X):
-    """Indices of the columns of ``X`` that do not convert to float64 (checked
-    only after a conversion failed: the message names them)."""
-    if hasattr(X, "iloc") and hasattr(X, "columns"):
-        columns = [X.iloc[:, j] for j in range(X.shape[1])]
-    else:
-        try:
+def _bad_columns(X):
+    """``(text, huge)``: the indices of the columns of ``X`` that do not
+    convert to float64 -- because of a non-numeric cell, resp. only because
+    of a number beyond the float64 range (e.g. a huge Python int). Checked
+    only after a conversion failed (the message names them); never raises."""
+    try:
+        if hasattr(X, "iloc") and hasattr(X, "columns"):
+            columns = [X.iloc[:, j] for j in range(X.shape[1])]
+        else:
             array = np.asarray(X)
-        except (TypeError, ValueError):
-            return []
-        if array.ndim == 1:
-            array = array[:, None]
-        if array.ndim != 2 or array.dtype.kind in "biufc":
-            return []
-        columns = [array[:, j] for j in range(array.shape[1])]
-    bad = []
+            if array.ndim == 1:
+                array = array[:, None]
+            if array.ndim != 2 or array.dtype.kind in "biufc":
+                return [], []
+            columns = [array[:, j] for j in range(array.shape[1])]
+    except Exception:  # noqa: BLE001 -- (a shape we cannot read: no names)
+        return [], []
+    text, huge = [], []
     for j, column in enumerate(columns):
         if getattr(column.dtype, "kind", "O") in "biufc":
             continue
         try:
             np.asarray(column, dtype=np.float64)
-        except (TypeError, ValueError):
-            bad.append(j)
-    return bad
+        except OverflowError:
+            huge.append(j)
+        except Exception:  # noqa: BLE001 -- any failure: not a number
+            text.append(j)
+    return text, huge
 
 
 #: numpy's message for a cell of a non-numeric type: it names the type, no value
@@ -132,24 +137,47 @@ def _scrubbed(message):
     return re.sub(r"(: |: b)(['\"]).*\2\s*$", ": (the value is not shown)", message)
 
 
-def _safe_error(exc, X, y, names):
-    """The error to raise instead of ``exc``: its message without data values."""
+def _safe_error(exc, X, y, names, y_name="y"):
+    """The error to raise instead of ``exc``: its message without data values.
+    ``X`` may be None (only ``y``, named ``y_name`` in the message, was
+    validated)."""
     kind = TypeError if isinstance(exc, TypeError) else ValueError
-    bad = _non_numeric_columns(X)
-    if bad:
+    text, huge = ([], []) if X is None else _bad_columns(X)
+    if text:
         message = (
             f"X has non-numeric values (e.g. text) in column(s) "
-            f"{feature_labels(bad, names)}: skuserdp estimators need numbers. "
+            f"{feature_labels(text, names)}: skuserdp estimators need numbers. "
             "Encode such columns first, e.g. with a OneHotEncoder in a Pipeline "
             "(a per-row step, which keeps the user-level guarantee).")
         found = _TYPE_MESSAGE.search(str(exc))
         if found:  # (scikit-learn's checks expect numpy's wording)
             message += f" ({found.group(0)}.)"
         return kind(message)
-    if y is not None and not isinstance(y, str) and _non_numeric_columns(y):
-        return kind("y has non-numeric values (e.g. text): this estimator needs "
-                    "numeric targets.")
+    if huge:
+        return ValueError(
+            f"X has numbers beyond the float64 range (e.g. huge Python ints) in "
+            f"column(s) {feature_labels(huge, names)}: skuserdp estimators need "
+            "float64 values.")
+    y_text, y_huge = ([], []) if y is None or isinstance(y, str) else _bad_columns(y)
+    if y_text:
+        return kind(f"{y_name} has non-numeric values (e.g. text): this "
+                    "estimator needs numeric values there.")
+    if y_huge:
+        return ValueError(f"{y_name} has numbers beyond the float64 range (e.g. "
+                          "huge Python ints): this estimator needs float64 "
+                          "values there.")
     return kind(_scrubbed(str(exc)))
+
+
+def _error_without_values(exc, X, y, names, y_name="y"):
+    """:func:`_safe_error`, which never raises: should building the message
+    fail, a generic one (never ``exc``'s, which may show a value)."""
+    try:
+        return _safe_error(exc, X, y, names, y_name)
+    except Exception:  # noqa: BLE001 -- any failure: the generic message
+        kind = TypeError if isinstance(exc, TypeError) else ValueError
+        return kind(f"the input could not be validated ({type(exc).__name__}; "
+                    "the message is not shown: it may contain data values).")
 
 
 def check_finite_rows(X, names=None):
@@ -169,9 +197,10 @@ def check_finite_rows(X, names=None):
         raise ValueError(
             f"X contains NaN or infinity in column(s) {feature_labels(bad, names)}; "
             "skuserdp estimators need finite values. Impute them with a public "
-            "value first, e.g. SimpleImputer(strategy='constant', fill_value=...) "
-            "in a Pipeline (a per-row step keeps the user-level guarantee; a mean "
-            "or median imputer would read the private data without noise).")
+            "value first, e.g. SimpleImputer(strategy='constant', fill_value=..., "
+            "keep_empty_features=True) in a Pipeline (a per-row step keeps the "
+            "user-level guarantee, and PrivateGridSearch accepts it; a mean or "
+            "median imputer would read the private data without noise).")
 
 
 def validate_rows(estimator, X, y="no_validation", *, reset=True, finite=True,
@@ -181,7 +210,8 @@ def validate_rows(estimator, X, y="no_validation", *, reset=True, finite=True,
     scikit-learn and numpy print the data in some messages (a 1-D or complex
     ``X``, a text cell that does not convert to float). Here every
     ``ValueError`` or ``TypeError`` of the validation is raised again, of the
-    same kind, with those values removed (the shape, dtype and the columns
+    same kind (an ``OverflowError``, e.g. of a huge Python int, as a
+    ``ValueError``), with those values removed (the shape, dtype and the columns
     concerned are kept), and without the original as its context (a printed
     traceback would show it). With ``finite=True``, NaN or infinity in ``X``
     is refused with skuserdp's message, which names the columns.
@@ -217,6 +247,31 @@ def validate_rows(estimator, X, y="no_validation", *, reset=True, finite=True,
     return out
 
 
+def check_targets(y, *, numeric=True, name="y"):
+    """Held-out targets (or weights) for ``score``: a 1-D array, float64 when
+    ``numeric``, with messages that show no data value (as
+    :func:`validate_rows`).
+
+    Parameters
+    ----------
+    y : array-like of shape (n_samples,) or (n_samples, 1)
+    numeric : bool, default=True
+        Whether the values must be numbers (a regressor's targets, weights);
+        ``False`` keeps labels of any type (a classifier's).
+    name : str, default="y"
+        The argument's name, for the messages.
+
+    Returns
+    -------
+    y : ndarray of shape (n_samples,)
+    """
+    def check():
+        return column_or_1d(check_array(
+            y, ensure_2d=False, dtype=np.float64 if numeric else None,
+            ensure_all_finite=False, ensure_min_samples=0, input_name=name))
+    return _without_values(check, None, y, None, name)
+
+
 def check_rows(X, **check_params):
     """scikit-learn's ``check_array`` (for functions, without an estimator),
     with messages that show no data value, as :func:`validate_rows`."""
@@ -224,13 +279,52 @@ def check_rows(X, **check_params):
                            _column_names(X))
 
 
-def _without_values(validate, X, y, names):
-    """``validate()``; its ``ValueError`` or ``TypeError`` raised again without
-    data values (:func:`_safe_error`) and without the original as context."""
+#: the messages of a failed conversion to numbers (the cell's value at the end)
+_CONVERSION = re.compile(r"could not convert|too large to convert|invalid literal|"
+                         r"must be a string or a (real )?number|Unable to convert")
+
+
+def error_without_values(exc, X=None, names=None):
+    """An error to raise instead of ``exc`` (raised by some step that read
+    ``X``), of the same kind (``TypeError``, else ``ValueError``), whose
+    message shows no data value: a failed conversion to numbers names the
+    columns of ``X`` that do not convert (as :func:`validate_rows` does);
+    any other message loses the arrays and quoted values scikit-learn and
+    NumPy print. Never raises. Raise the result outside the ``except``
+    clause (or ``from None``), so that ``exc`` is not in its chain.
+
+    Parameters
+    ----------
+    exc : Exception
+    X : array-like or None, default=None
+        The input of the step that raised ``exc``.
+    names : sequence or None, default=None
+        The column names of ``X``, for the message.
+
+    Returns
+    -------
+    error : TypeError or ValueError
+    """
+    if X is not None and _CONVERSION.search(str(exc)):
+        return _error_without_values(exc, X, None, names)
+    kind = TypeError if isinstance(exc, TypeError) else ValueError
+    try:
+        return kind(_scrubbed(str(exc)))
+    except Exception:  # noqa: BLE001 -- any failure: the generic message
+        return kind(f"{type(exc).__name__} (the message is not shown: it may "
+                    "contain data values).")
+
+
+def _without_values(validate, X, y, names, y_name="y"):
+    """``validate()``; its ``ValueError``, ``TypeError`` or ``ArithmeticError``
+    (e.g. the ``OverflowError`` of a huge Python int) raised again without data
+    values (:func:`_safe_error`) and without the original, nor any exception
+    raised while building the message, in its chain (``__cause__`` and
+    ``__context__`` are None: a printed traceback shows no value)."""
     try:
         return validate()
-    except (TypeError, ValueError) as exc:
-        error = _safe_error(exc, X, y, names)
+    except (TypeError, ValueError, ArithmeticError) as exc:
+        error = _error_without_values(exc, X, y, names, y_name)
     raise error  # (outside the except clause: no context to print)
 
 

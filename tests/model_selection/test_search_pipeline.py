@@ -11,17 +11,27 @@
   with an accountant, one charge, in this process.
 """
 
+import re
+import warnings
+
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from joblib import parallel_config
-from sklearn.compose import ColumnTransformer, TransformedTargetRegressor
+from sklearn.compose import (
+    ColumnTransformer,
+    TransformedTargetRegressor,
+    make_column_selector,
+)
 from sklearn.frozen import FrozenEstimator
+from sklearn.impute import SimpleImputer
 from sklearn.pipeline import FeatureUnion, make_pipeline
 from sklearn.preprocessing import (
     FunctionTransformer,
     Normalizer,
     OneHotEncoder,
     OrdinalEncoder,
+    PolynomialFeatures,
     StandardScaler,
 )
 
@@ -29,6 +39,7 @@ from skuserdp.linear_model import UserDPSGDRegressor
 from skuserdp.mean import ClipNoiseMeanEstimator, CoinPressMeanEstimator
 from skuserdp.model_selection import BudgetedEstimator, PrivateGridSearch
 from skuserdp.model_selection._private_step import private_step_prefix
+from skuserdp.exceptions import AccuracyWarning
 from skuserdp.privacy import BudgetAccountant, compose_parallel, compose_spend
 
 COLOURS = ["red", "green", "blue"]
@@ -70,7 +81,7 @@ def _frame(n_users=600, m=3, seed=0):
 
 def _colour_pipeline(**kwargs):
     ct = ColumnTransformer([("onehot", _encoder(), ["colour"])],
-                           remainder="passthrough")
+                           remainder="passthrough", sparse_threshold=0)
     return make_pipeline(ct, UserDPSGDRegressor(
         bounds=(-1, 1), target_bounds=(-2, 2), max_iter=10, **kwargs))
 
@@ -138,33 +149,63 @@ def test_a_regressor_pipeline_with_declared_categories_on_a_dataframe():
     assert best[-1].random_state is None  # no seed published
 
 
-def test_budgeted_estimator_and_nested_pipelines_are_searched():
+def test_nested_pipelines_are_searched():
     assert private_step_prefix(ClipNoiseMeanEstimator()) == ""
     inner = make_pipeline(Normalizer(), ClipNoiseMeanEstimator())
     assert private_step_prefix(make_pipeline(FunctionTransformer(), inner)) == \
         "pipeline__clipnoisemeanestimator__"
     X, g = _skewed()
+    pipe = make_pipeline(FunctionTransformer(), make_pipeline(
+        FunctionTransformer(), CoinPressMeanEstimator(bounds=(0, 1))))
+    search = _search(pipe, {"pipeline__coinpressmeanestimator__radius": [0.5, 1.0]})
+    search.fit(X, groups=g)
+    assert search.best_estimator_[-1][-1].random_state is None
+    assert search.fit_losses_[search.best_index_] == \
+        search.best_estimator_[-1][-1].privacy_loss_
+
+
+@pytest.mark.parametrize("where", ["estimator", "pipeline", "grid"])
+def test_a_budgeted_estimator_is_refused_with_the_way_out(where):
+    # review finding 7: its accountant saw the K fits, not the selection on
+    # the validation users (which reads them): the search under-charged it
     acc = BudgetAccountant(epsilon=10.0, delta=1e-5)
-    est = BudgetedEstimator(CoinPressMeanEstimator(bounds=(0, 1)), acc)
-    pipe = make_pipeline(FunctionTransformer(), est)
-    assert private_step_prefix(pipe) == "budgetedestimator__estimator__"
-    search = _search(pipe, {"budgetedestimator__estimator__radius": [0.5, 1.0]}).fit(
-        X, groups=g)
-    # each candidate's fit is charged to the BudgetedEstimator's accountant
-    assert [loss for _, loss in acc.ledger] == search.fit_losses_
-    assert search.best_estimator_[-1].estimator_.random_state is None
+    budgeted = BudgetedEstimator(ClipNoiseMeanEstimator(bounds=(0, 1)), acc)
+    est, grid = {
+        "estimator": (budgeted, {"estimator__radius": [0.5, 1.0]}),
+        "pipeline": (make_pipeline(FunctionTransformer(), budgeted),
+                     {"budgetedestimator__estimator__radius": [0.5, 1.0]}),
+        "grid": (make_pipeline(FunctionTransformer(), ClipNoiseMeanEstimator()),
+                 {"clipnoisemeanestimator": [ClipNoiseMeanEstimator(), budgeted]}),
+    }[where]
+    X, g = _skewed(n_users=200)
+    with pytest.raises(TypeError, match="cannot search a BudgetedEstimator.*"
+                                        "accountant=accountant"):
+        _search(est, grid).fit(X, groups=g)
+    assert len(acc.ledger) == 0  # nothing was fitted or charged
 
 
 _OK_STEPS = [
     ("frozen", FrozenEstimator(StandardScaler().fit(np.eye(3)[:, :2]))),
     ("normalizer", Normalizer()),
     ("union", FeatureUnion([("a", FunctionTransformer()), ("b", Normalizer())])),
+    ("inverse", FunctionTransformer(np.square, inverse_func=np.sqrt,
+                                    check_inverse=False)),
+    ("imputer", SimpleImputer(strategy="constant", fill_value=0.5,
+                              keep_empty_features=True)),
+    ("ordinal", OrdinalEncoder(categories=[[0.0, 1.0], [0.0, 1.0]],
+                               handle_unknown="use_encoded_value", unknown_value=-1)),
+    ("selector", ColumnTransformer(
+        [("x", "passthrough", make_column_selector(pattern="x"))],
+        sparse_threshold=0)),
 ]
 
 
 @pytest.mark.parametrize("name, step", _OK_STEPS, ids=[n for n, _ in _OK_STEPS])
 def test_steps_that_learn_nothing_are_accepted(name, step):
     X, g = _skewed(n_users=200)
+    if name == "selector":
+        pd = pytest.importorskip("pandas")
+        X = pd.DataFrame(X, columns=["x0", "x1"])
     pipe = make_pipeline(step, ClipNoiseMeanEstimator(bounds=(-4, 4)))
     search = _search(pipe, {"clipnoisemeanestimator__radius": [1.0, 4.0]},
                      loss_bound=64.0).fit(X, groups=g)
@@ -178,13 +219,35 @@ _REFUSED = [
     (_encoder(min_frequency=5), "min_frequency=5 counts"),
     (_encoder(sparse_output=True), "sparse_output=False"),
     (OrdinalEncoder(categories=[COLOURS]), "'use_encoded_value'"),
-    (ColumnTransformer([("scale", StandardScaler(), [0])], remainder="passthrough"),
+    (ColumnTransformer([("scale", StandardScaler(), [0])], remainder="passthrough",
+                       sparse_threshold=0),
      "'columntransformer__scale' .StandardScaler"),
     (ColumnTransformer([("id", FunctionTransformer(), [0])],
-                       remainder=StandardScaler()), "'columntransformer__remainder'"),
-    (ColumnTransformer([("id", FunctionTransformer(), lambda X: [0])]),
-     "callable"),
+                       remainder=StandardScaler(), sparse_threshold=0),
+     "'columntransformer__remainder'"),
+    (ColumnTransformer([("id", FunctionTransformer(), lambda X: [0])],
+                       sparse_threshold=0),
+     "'columntransformer__id'.*callable"),
     (ClipNoiseMeanEstimator(), "only the last step"),
+    # review findings 1-4 and 14: behaviour that depends on the data
+    (ColumnTransformer([("id", FunctionTransformer(), [0])]),
+     "sparse_threshold=0.3 its output is sparse.*Pass sparse_threshold=0"),
+    (ColumnTransformer([("x", "passthrough", make_column_selector(
+        dtype_include=float))], sparse_threshold=0),
+     "'columntransformer__x'.*dtypes, which pandas infers.*pattern="),
+    (FunctionTransformer(np.square, inverse_func=np.sqrt),
+     "check_inverse=True .*warns.*check_inverse=False"),
+    (_encoder(drop="first"), "drop='first'.*warns.*drop=None"),
+    (OrdinalEncoder(categories=[COLOURS], handle_unknown="use_encoded_value",
+                    unknown_value=np.nan), "unknown_value=nan .*NaN"),
+    (PolynomialFeatures(2), "overflow to infinity.*np.clip"),
+    (SimpleImputer(), "strategy='mean' reads"),
+    (SimpleImputer(strategy="constant", fill_value=0.0),
+     "keep_empty_features=False .*drops"),
+    (SimpleImputer(strategy="constant", fill_value=0.0, keep_empty_features=True,
+                   add_indicator=True), "add_indicator=True"),
+    (SimpleImputer(strategy="constant", fill_value=np.nan, keep_empty_features=True),
+     "fill_value=nan is not finite"),
 ]
 
 
@@ -258,3 +321,216 @@ def test_invalid_n_jobs(n_jobs):
     with pytest.raises(ValueError, match="n_jobs"):
         _search(ClipNoiseMeanEstimator(), {"radius": [1.0]}, n_jobs=n_jobs).fit(
             "not data")
+
+
+def _shift(X):
+    return np.asarray(X) + 1.0
+
+
+@pytest.mark.parametrize("backend", ["sequential", "threading", "loky"])
+def test_estimators_in_the_grid_are_cloned_for_every_candidate(backend):
+    # review finding 6: a step given in param_grid is cloned per candidate
+    # (as GridSearchCV does). Shared, the candidates fitted one object: the
+    # second fit overwrote the first (sequential), both used one seed (loky),
+    # threads raced, and the user's object came back fitted.
+    X, g = _skewed(n_users=400)
+    shared = ClipNoiseMeanEstimator(bounds=(0, 4), radius=4.0)
+    pipe = make_pipeline(FunctionTransformer(), ClipNoiseMeanEstimator(bounds=(0, 4)))
+    grid = {"functiontransformer": [FunctionTransformer(), FunctionTransformer(_shift)],
+            "clipnoisemeanestimator": [shared]}
+    seen = []
+
+    def loss(est, X, y):  # records every fitted candidate (in this process)
+        seen.append(est)
+        return np.zeros(len(X))
+
+    with parallel_config(backend=backend):
+        _search(pipe, grid, epsilon=50.0, loss=loss, loss_bound=32.0,
+                n_jobs=2).fit(X, groups=g)
+    first, second = (est[-1] for est in seen)
+    assert first is not second and shared not in (first, second)
+    assert not hasattr(shared, "mean_") and shared.epsilon == 1.0
+    diff = second.mean_ - first.mean_  # the shift, with noise of its own
+    np.testing.assert_allclose(diff, 1.0, atol=0.2)
+    assert not np.allclose(diff, 1.0, rtol=0, atol=1e-12)
+
+
+# -------------------------------------- review findings 1-5 and 14 (behaviour)
+_PUBLIC_ENCODER = OneHotEncoder(categories=[[0.0, 1.0, 2.0]],
+                                handle_unknown="ignore").fit([[0.0], [1.0], [2.0]])
+
+
+def _categorical(n_users=40, m=10, seed=0):
+    """A column of declared categories (0, 1 or 2) and a number."""
+    rng = np.random.default_rng(seed)
+    g = np.repeat(np.arange(n_users), m)
+    return np.c_[rng.choice([0.0, 1.0, 2.0], g.size), rng.uniform(0, 1, g.size)], g
+
+
+def _frozen_onehot(threshold):
+    return make_pipeline(
+        ColumnTransformer([("oh", FrozenEstimator(_PUBLIC_ENCODER), [0])],
+                          remainder="passthrough", sparse_threshold=threshold),
+        ClipNoiseMeanEstimator(bounds=(0, 1)))
+
+
+def test_a_sparse_part_gives_dense_rows_whatever_the_data():
+    # finding 1: with sparse_threshold > 0 the ColumnTransformer chose sparse
+    # output by the density of the private rows (a FrozenEstimator of a
+    # sparse OneHotEncoder, the documented way out): one user's value flipped
+    # "fitted" into "sparse input is not supported". With 0: dense, always.
+    X, g = _categorical()
+    grid = {"clipnoisemeanestimator__radius": [0.5, 1.0]}
+    with pytest.raises(ValueError, match="sparse_threshold=0.33 .*Pass "
+                                         "sparse_threshold=0"):
+        _search(_frozen_onehot(0.33), grid, loss_bound=4.0).fit(X, groups=g)
+    for value in (1.0, 7.0):  # every user in a declared category, or not
+        X2 = X.copy()
+        X2[g < 20, 0] = value
+        search = _search(_frozen_onehot(0), grid, loss_bound=4.0).fit(X2, groups=g)
+        assert search.best_estimator_[0].sparse_output_ is False
+    # a FunctionTransformer that gives sparse rows: refused whatever the data
+    ct = ColumnTransformer([("s", FunctionTransformer(sp.csr_matrix), [0])],
+                           remainder="passthrough", sparse_threshold=0.9)
+    with pytest.raises(ValueError, match="sparse_threshold=0.9"):
+        _search(make_pipeline(ct, ClipNoiseMeanEstimator(bounds=(0, 1))), grid,
+                loss_bound=4.0).fit(X, groups=g)
+
+
+def test_declared_categories_must_survive_the_cast_to_the_column_dtype():
+    # finding 2: scikit-learn casts declared categories to the column's dtype
+    # (2.5 on an int column is published as 2); the dtypes of X are its
+    # public schema, and a category that does not survive is refused
+    pd = pytest.importorskip("pandas")
+    X, g = _categorical()
+    df = pd.DataFrame({"c": X[:, 0].astype(np.int64), "x": X[:, 1]})
+    grid = {"clipnoisemeanestimator__radius": [0.5, 1.0]}
+
+    def pipe(categories):
+        ct = ColumnTransformer([("oh", _encoder(categories=[categories]), ["c"])],
+                               remainder="passthrough", sparse_threshold=0)
+        return make_pipeline(ct, ClipNoiseMeanEstimator(bounds=(0, 1)))
+
+    with pytest.raises(ValueError, match=re.escape(
+            "categories [0.5, 1.5, 2.5] of column 0 of the step "
+            "'columntransformer__oh' (OneHotEncoder) became [0, 1, 2]") +
+            ".*int64.*public schema"):
+        _search(pipe([0.5, 1.5, 2.5]), grid, loss_bound=4.0).fit(df, groups=g)
+    best = _search(pipe([0, 1, 2]), grid, loss_bound=4.0).fit(
+        df, groups=g).best_estimator_
+    assert [list(c) for c in best[0].named_transformers_["oh"].categories_] == \
+        [[0, 1, 2]]
+    # declared floats on a float column: as declared
+    df["c"] = df["c"].astype(float)
+    _search(pipe([0.5, 1.0, 2.0]), grid, loss_bound=4.0).fit(df, groups=g)
+
+
+def _log_where_positive(X):
+    X = np.asarray(X, dtype=float)
+    return np.where(X > 0, np.log(np.abs(X)), 0.0)  # log(0) warns; finite out
+
+
+def _caught(fit):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fit()
+    return caught
+
+
+@pytest.mark.parametrize("backend", ["sequential", "threading", "loky"])
+def test_the_steps_warnings_are_dropped_and_skuserdp_warnings_passed_on(backend):
+    # finding 3: a step's warnings depend on the rows (an unknown category in
+    # a frozen encoder's transform, a floating-point warning of a func); the
+    # search drops every warning but skuserdp's own, which depend on public
+    # values and released outputs -- the same for every backend
+    X, g = _categorical()
+    X[g == 3, 0] = 7.0  # user 3: an unknown category
+    X[g == 5, 1] = 0.0  # user 5: log(0)
+    warn_enc = OneHotEncoder(categories=[[0.0, 1.0, 2.0]], handle_unknown="warn",
+                             sparse_output=False).fit([[0.0], [1.0], [2.0]])
+    ct = ColumnTransformer([("oh", FrozenEstimator(warn_enc), [0]),
+                            ("log", FunctionTransformer(_log_where_positive), [1])],
+                           sparse_threshold=0)
+    # a box too small for the data: the estimate lies on its edge
+    pipe = make_pipeline(ct, ClipNoiseMeanEstimator(bounds=(-1, 0.01)))
+    grid = {"clipnoisemeanestimator__radius": [0.5, 1.0]}
+    with parallel_config(backend=backend):
+        caught = _caught(lambda: _search(pipe, grid, loss_bound=8.0, n_jobs=2).fit(
+            X, groups=g))
+    kinds = {w.category for w in caught}
+    assert kinds == {AccuracyWarning}, [str(w.message) for w in caught]
+    assert any("lies on or outside the public box" in str(w.message) for w in caught)
+    # the same fit outside the search shows what was dropped
+    direct = _caught(lambda: pipe.fit(X, clipnoisemeanestimator__groups=g))
+    assert {UserWarning, RuntimeWarning} <= {w.category for w in direct}
+
+
+def test_the_search_enters_quiet_floating_point():
+    # finding 3: np.seterr(all="raise") outside; a step's log(0) must neither
+    # raise nor warn in the search (fits and validation losses)
+    X, g = _categorical()
+    X[:, 1] = np.where(g % 7 == 0, 0.0, X[:, 1])
+    pipe = make_pipeline(FunctionTransformer(_log_where_positive),
+                         ClipNoiseMeanEstimator(bounds=(-5, 1)))
+    old = np.seterr(all="raise")
+    try:
+        caught = _caught(lambda: _search(
+            pipe, {"clipnoisemeanestimator__radius": [1.0, 6.0]},
+            loss_bound=72.0).fit(X, groups=g))
+    finally:
+        np.seterr(**old)
+    assert not [w for w in caught if issubclass(w.category, RuntimeWarning)]
+
+
+SECRET = "Jane Doe HIV+ zq7"
+
+
+def _no_value_in(error):
+    """Neither ``error`` nor any exception in its chain shows a value."""
+    todo, seen = [error], []
+    while todo:
+        exc = todo.pop()
+        if exc is None or any(exc is s for s in seen):
+            continue
+        seen.append(exc)
+        assert SECRET not in str(exc) and "31337" not in str(exc), str(exc)
+        todo += [exc.__cause__, exc.__context__]
+
+
+@pytest.mark.parametrize("case", ["text", "1-D", "complex"])
+def test_errors_of_the_steps_show_no_data_value(case):
+    # finding 5: the steps' own validation printed the data ("could not
+    # convert string to float: '...'", a 1-D X, a complex X)
+    _, g = _skewed(n_users=20)
+    X = np.random.default_rng(0).uniform(0, 1, (g.size, 2))
+    if case == "text":
+        X = X.astype(object)
+        X[3, 0] = SECRET
+        step, match = Normalizer(), r"'normalizer' .Normalizer.*non-numeric .*\[0\]"
+    elif case == "1-D":
+        X = np.full(g.size, 31337.5)
+        step, match = Normalizer(), r"'normalizer' .*Expected 2D array"
+    else:
+        X = X + 31337j
+        step, match = FunctionTransformer(validate=True), r"Complex data not supported"
+    pipe = make_pipeline(step, ClipNoiseMeanEstimator(bounds=(0, 1)))
+    with pytest.raises(ValueError, match=match) as info:
+        _search(pipe, {"clipnoisemeanestimator__radius": [0.5, 1.0]}).fit(
+            X, groups=g)
+    _no_value_in(info.value)
+
+
+def test_the_imputer_the_nan_message_recommends_is_searched():
+    # finding 14: the NaN message recommends a constant imputer; the search
+    # accepts it in the form it names
+    X, g = _skewed(n_users=200)
+    X[::7, 0] = np.nan
+    with pytest.raises(ValueError, match=r"SimpleImputer\(strategy='constant', "
+                                         r"fill_value=..., keep_empty_features=True\)"):
+        ClipNoiseMeanEstimator(bounds=(0, 1)).fit(X, groups=g)
+    pipe = make_pipeline(SimpleImputer(strategy="constant", fill_value=0.5,
+                                       keep_empty_features=True),
+                         ClipNoiseMeanEstimator(bounds=(0, 1)))
+    search = _search(pipe, {"clipnoisemeanestimator__radius": [0.5, 1.0]}).fit(
+        X, groups=g)
+    assert np.all(np.isfinite(search.best_estimator_[-1].mean_))
