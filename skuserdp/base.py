@@ -218,7 +218,9 @@ def learn_box(name, U, release_epsilon, random_state, stacklevel=5,
     bound times the number of columns, capped at 1) exceeds 1/2 (the box
     would likely miss the data or be absurdly wide somewhere, and the fit
     would be garbage: refuse rather than return it); an
-    :class:`~skuserdp.exceptions.AccuracyWarning` when it exceeds 5 %, and
+    :class:`~skuserdp.exceptions.AccuracyWarning` when it exceeds
+    ``BOUNDS_FAILURE_WARN`` (1e-3: a failed column makes the estimate
+    garbage), and
     when a learned box is flat (a value shared by most users, e.g. a rare
     binary feature). ``feature_names`` (one per column of ``U``) name the
     columns in the messages.

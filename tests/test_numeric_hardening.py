@@ -7,6 +7,7 @@ import warnings
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from sklearn.base import BaseEstimator
 from sklearn.linear_model import Ridge
 
 from skuserdp.mean import (
@@ -372,3 +373,31 @@ def test_spend_never_exceeds_the_request(epsilon, delta):
         assert est.delta_ <= est.delta, name
         acc = BudgetAccountant(est.epsilon, est.delta)
         acc.charge(est.privacy_loss_, label=name)  # within its own budget
+
+
+class _SquaringModel(BaseEstimator):
+    """A fitted candidate whose predict squares the first feature (no
+    validation: it overflows, with a RuntimeWarning, at 1e200)."""
+
+    def fit(self, X, y=None):
+        return self
+
+    def __sklearn_is_fitted__(self):
+        return True
+
+    def predict(self, X):
+        return np.asarray(X, dtype=np.float64)[:, 0] ** 2
+
+
+def test_the_selection_of_given_candidates_raises_no_floating_point_warning():
+    # review of issue 26: select_model_privately lost its quiet context when
+    # the decorators became contexts; a candidate's predict on one user's
+    # rows at 1e200 warned
+    X, g = _data(n_users=500)
+    y = X[:, 0]
+    X[:3] = 1e200
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        select_model_privately([_SquaringModel(), Ridge().fit(X[3:40], y[3:40])],
+                               X, y, groups=g, epsilon=1.0, loss_bound=10.0,
+                               samples_per_user=3, random_state=0)

@@ -698,7 +698,8 @@ def select_model_privately(candidates, X, y, *, groups, epsilon, loss_bound,
             "users. Pass groups= (one user id per row).",
             ItemLevelPrivacyWarning, stacklevel=2,
         )
-    per_user = _user_losses(candidates, X, y, groups, loss, B).T
+    with quiet_floating_point():  # the candidates predict on private rows
+        per_user = _user_losses(candidates, X, y, groups, loss, B).T
     result = private_selection(
         per_user, epsilon=epsilon, loss_bound=B, tau=tau,
         samples_per_user=samples_per_user, alpha=alpha, calibration=calibration,

@@ -46,6 +46,9 @@ row without warnings that depend on the values (clip first:
 ``np.log1p(np.clip(X, 0, None))``).
 """
 
+import math
+import numbers
+
 from sklearn.compose import ColumnTransformer, make_column_selector
 from sklearn.frozen import FrozenEstimator
 from sklearn.impute import SimpleImputer
@@ -59,6 +62,7 @@ from sklearn.preprocessing import (
     PolynomialFeatures,
 )
 
+from ..base import UserLevelMixin
 from ..utils._validation import _column_names, error_without_values
 from ._budgeted import BudgetedEstimator
 
@@ -79,7 +83,8 @@ WAY_OUT = (
 
 
 def _is_ours(estimator):
-    return type(estimator).__module__.split(".")[0] == "skuserdp"
+    # (a user's subclass of a skuserdp estimator is one too)
+    return isinstance(estimator, UserLevelMixin)
 
 
 def _refuse(name, step, reason):
@@ -96,7 +101,12 @@ def _is_passthrough(step):
 
 
 def _is_nan(value):
-    return isinstance(value, float) and value != value  # (also np.float64)
+    return isinstance(value, numbers.Real) and value != value  # (any float type)
+
+
+def _not_finite(value):
+    """Whether a number (any float type, NumPy's included) is NaN or ±inf."""
+    return isinstance(value, numbers.Real) and not math.isfinite(value)
 
 
 def _check_encoder(name, step):
@@ -127,8 +137,7 @@ def _check_encoder(name, step):
                 "reveals that such a user exists). Use drop=None.")
     if kind == "OrdinalEncoder":
         value = step.unknown_value
-        if value is None or _is_nan(value) or (
-                isinstance(value, float) and abs(value) == float("inf")):
+        if value is None or _not_finite(value):
             _refuse(name, step, f"unknown_value={value!r} encodes a value "
                     "outside the declared categories as NaN or infinity, which "
                     "the private step refuses: whether it refuses would reveal "
@@ -157,7 +166,7 @@ def _check_imputer(name, step):
         _refuse(name, step, "add_indicator=True adds an indicator for the "
                 "columns that have missing values in the data. Leave it False.")
     fill = step.fill_value
-    if isinstance(fill, float) and (_is_nan(fill) or abs(fill) == float("inf")):
+    if _not_finite(fill):
         _refuse(name, step, f"fill_value={fill!r} is not finite: the private "
                 "step would refuse the rows it fills, so whether it refuses "
                 "would reveal a missing value. Use a finite public value.")

@@ -102,12 +102,9 @@ class BudgetAccountant:
         self._ledger = []
         self._lock = threading.Lock()
         self._streams = itertools.count()
-        # the process whose memory holds the ledger: a fork copies the
-        # accountant into a child without pickling it
+        # the process whose memory holds the ledger (None: a pickled copy);
+        # a fork copies the accountant into a child without pickling it
         self._pid = os.getpid()
-
-    #: a pickled copy (see Notes): read-only
-    _detached = False
 
     @property
     def detached(self):
@@ -116,7 +113,7 @@ class BudgetAccountant:
         A copy is detached when it was pickled (e.g. sent to a joblib process
         worker) or inherited by a forked process.
         """
-        return self._detached or self._pid != os.getpid()
+        return self._pid != os.getpid()
 
     def _check_attached(self, method):
         if self.detached:
@@ -284,5 +281,5 @@ def _detached_accountant(epsilon, delta, ledger):
     acc = BudgetAccountant(epsilon, delta)
     acc._ledger = list(ledger)
     acc._streams = None
-    acc._detached = True
+    acc._pid = None
     return acc

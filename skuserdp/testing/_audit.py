@@ -29,7 +29,7 @@ from sklearn.base import clone
 from sklearn.utils.parallel import Parallel, delayed
 
 from skuserdp.users import user_means
-from skuserdp.utils._random import generator_from, make_seed_sequence
+from skuserdp.utils._random import data_seed_sequence, generator_from
 from skuserdp.utils._validation import check_rows
 
 __all__ = [
@@ -297,7 +297,7 @@ numpy.random.SeedSequence, default=0
     n_thresholds = _check_positive_int(n_thresholds, "n_thresholds")
     epsilon_claimed = _check_epsilon_claimed(epsilon_claimed)
 
-    rng = generator_from(make_seed_sequence(random_state))
+    rng = generator_from(data_seed_sequence(random_state))
     sel, ev = zip(*(_split(x, selection_fraction, rng) for x in s))
     a_half = alpha / 2
 
@@ -556,7 +556,7 @@ numpy.random.SeedSequence, default=0
     elif not callable(statistic):
         raise ValueError(f"statistic must be callable, got {statistic!r}.")
 
-    root = make_seed_sequence(random_state)
+    root = data_seed_sequence(random_state)
     child_d, child_d_prime, child_split = root.spawn(3)
     seeds = [
         [int(s) for s in child.generate_state(n_runs)]

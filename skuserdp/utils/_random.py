@@ -26,8 +26,9 @@ noise to neighbouring datasets reveal the difference exactly:
   no two fits ever share noise, whatever copies of the instance scikit-learn
   makes. Such fits are therefore not reproducible; pass an int for that.
 
-Synthetic data (:func:`data_seed_sequence`) keeps scikit-learn's convention:
-a ``RandomState`` reproduces its draws there.
+Synthetic data and the audits of :mod:`skuserdp.testing` (test tools, not
+releases; :func:`data_seed_sequence`) keep scikit-learn's convention: a
+``RandomState`` reproduces its draws there.
 
 The bit generator is PCG64. It is fast and statistically sound, but it is not a
 cryptographically secure generator; see the "Privacy model" page of the docs.
@@ -243,9 +244,13 @@ def seed_parameters(estimator):
 
 
 def _owner_is_ours(params, name, estimator):
+    """Whether the estimator owning parameter ``name`` is a skuserdp one (a
+    user's subclass included), whose ``random_state`` takes a SeedSequence."""
+    from ..base import UserLevelMixin  # (base imports this module)
+
     owner = (estimator if "__" not in name
              else params[name.rsplit("__", 1)[0]])
-    return type(owner).__module__.split(".")[0] == "skuserdp"
+    return isinstance(owner, UserLevelMixin)
 
 
 def set_fit_seeds(estimator, seeds):

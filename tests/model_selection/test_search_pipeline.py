@@ -12,6 +12,7 @@
 """
 
 import re
+import sys
 import warnings
 
 import numpy as np
@@ -47,6 +48,18 @@ COLOURS = ["red", "green", "blue"]
 # not hold, and says so
 pytestmark = pytest.mark.filterwarnings(
     "ignore::skuserdp.exceptions.AccuracyWarning")
+
+
+@pytest.fixture
+def by_value():
+    """Pickle this module's functions by value: loky's workers import
+    ``skuserdp`` but not the test modules (which an editable install may
+    make importable, a fresh one does not)."""
+    from joblib.externals import cloudpickle
+    module = sys.modules[__name__]
+    cloudpickle.register_pickle_by_value(module)
+    yield
+    cloudpickle.unregister_pickle_by_value(module)
 
 
 def _skewed(n_users=800, m=3, seed=0, d=2):
@@ -248,6 +261,12 @@ _REFUSED = [
                    add_indicator=True), "add_indicator=True"),
     (SimpleImputer(strategy="constant", fill_value=np.nan, keep_empty_features=True),
      "fill_value=nan is not finite"),
+    # final review: NumPy floats are floats too (np.float32 inf/nan slipped
+    # past an isinstance(value, float) check)
+    (SimpleImputer(strategy="constant", fill_value=np.float32("inf"),
+                   keep_empty_features=True), "fill_value=.*inf.* is not finite"),
+    (OrdinalEncoder(categories=[COLOURS], handle_unknown="use_encoded_value",
+                    unknown_value=np.float32("nan")), "unknown_value=.*NaN"),
 ]
 
 
@@ -328,7 +347,7 @@ def _shift(X):
 
 
 @pytest.mark.parametrize("backend", ["sequential", "threading", "loky"])
-def test_estimators_in_the_grid_are_cloned_for_every_candidate(backend):
+def test_estimators_in_the_grid_are_cloned_for_every_candidate(backend, by_value):
     # review finding 6: a step given in param_grid is cloned per candidate
     # (as GridSearchCV does). Shared, the candidates fitted one object: the
     # second fit overwrote the first (sequential), both used one seed (loky),
@@ -438,7 +457,8 @@ def _caught(fit):
 
 
 @pytest.mark.parametrize("backend", ["sequential", "threading", "loky"])
-def test_the_steps_warnings_are_dropped_and_skuserdp_warnings_passed_on(backend):
+def test_the_steps_warnings_are_dropped_and_skuserdp_warnings_passed_on(
+        backend, by_value):
     # finding 3: a step's warnings depend on the rows (an unknown category in
     # a frozen encoder's transform, a floating-point warning of a func); the
     # search drops every warning but skuserdp's own, which depend on public
@@ -534,3 +554,21 @@ def test_the_imputer_the_nan_message_recommends_is_searched():
     search = _search(pipe, {"clipnoisemeanestimator__radius": [0.5, 1.0]}).fit(
         X, groups=g)
     assert np.all(np.isfinite(search.best_estimator_[-1].mean_))
+
+
+class _MyMean(ClipNoiseMeanEstimator):
+    """A user's subclass of a skuserdp estimator (defined outside the
+    package)."""
+
+
+def test_a_users_subclass_of_a_skuserdp_estimator_is_searched_and_seeded():
+    # final review: "is this a skuserdp estimator" was read off the module
+    # name, so a subclass defined elsewhere was refused as having no budget
+    # parameters, and got a 32-bit seed instead of a SeedSequence
+    from skuserdp.utils._random import set_fit_seeds
+    X, g = _skewed()
+    search = _search(_MyMean(bounds=(0, 1)), {"radius": [0.1, 1.0]}).fit(X, groups=g)
+    assert isinstance(search.best_estimator_, _MyMean)
+    est = _MyMean()
+    set_fit_seeds(est, lambda name, value: np.random.SeedSequence(1))
+    assert isinstance(est.random_state, np.random.SeedSequence)

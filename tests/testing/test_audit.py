@@ -419,3 +419,14 @@ def test_audit_estimator_clear_errors_for_bad_groups_and_shapes():
                     groups=mixed, groups_prime=gp, n_runs=20, random_state=0)
     with pytest.raises(ValueError, match="same columns"):
         audit_estimator(ToyLaplaceMean(), X, Xp[:, :1], groups=g, groups_prime=gp)
+
+
+def test_audits_with_a_random_state_are_reproducible():
+    # the audits are a test tool: a RandomState reproduces their split (it
+    # is not mixed with fresh entropy as the estimators' noise is, issue 26)
+    rng = np.random.default_rng(0)
+    t, t_prime = rng.laplace(0, 1, 2000), rng.laplace(0.5, 1, 2000)
+    a, b = (epsilon_lower_bound(t, t_prime, epsilon_claimed=1.0,
+                                random_state=np.random.RandomState(0))
+            for _ in range(2))
+    assert (a.epsilon_lower, a.event, a.counts) == (b.epsilon_lower, b.event, b.counts)
