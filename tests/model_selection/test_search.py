@@ -198,7 +198,7 @@ def test_groups_none_warns_item_level():
 
 # ------------------------------------------------------------------ audit
 def _exact_selection(user_losses, *, epsilon, loss_bound, tau, samples_per_user,
-                     alpha, random_state):
+                     alpha, random_state, max_iter="auto", cap_delta=1e-12):
     """Non-private: the exact argmin of the users' average loss."""
     from skuserdp.model_selection._private_selection import SelectionResult
     avg = np.asarray(user_losses).mean(axis=1)
