@@ -81,9 +81,8 @@ PUBLIC_WARNINGS = (AccuracyWarning, ItemLevelPrivacyWarning, DataConversionWarni
 def _mean_squared_distance(estimator, X, y):
     """Per-row loss of a mean estimator: ``‖mean_ − x‖²`` (the user's
     average is ``‖mean_ − x̄_u‖²`` plus the user's own spread, which is the
-    same for every candidate). In a Pipeline, ``x`` is the row as the mean
-    estimator sees it (after the steps before it)."""
-    estimator, X = private_rows(estimator, X)
+    same for every candidate). ``estimator`` is the private step and ``X``
+    the rows as it sees them (:func:`private_rows` of a Pipeline)."""
     # (as the estimator's fit would: finite numbers, no data value in messages)
     X = validate_rows(estimator, X, reset=False, dtype=np.float64)
     diff = X - estimator.mean_
@@ -499,8 +498,9 @@ class PrivateGridSearch(DelegatingMixin, UserLevelMixin, MetaEstimatorMixin,
             table = _user_losses(
                 candidates, take(X_arr, val_rows), take(y, val_rows), g[val_rows],
                 loss, float(self.loss_bound),
-                rows_of=None if callable(loss) and loss is not _mean_squared_distance
-                else private_rows)
+                # a user's callable takes the whole candidate; the built-in
+                # losses take the private step and the rows it sees
+                rows_of=None if callable(self.loss) else private_rows)
         tau, tau_loss, eps_select = self._selection_tau(table, tau_seed)
         # delta = 0: an uncapped loop, pure DP; otherwise the cap's δ is at
         # most min(delta, 1e-12)

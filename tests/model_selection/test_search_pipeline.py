@@ -39,7 +39,7 @@ from sklearn.preprocessing import (
 from skuserdp.linear_model import UserDPSGDRegressor
 from skuserdp.mean import ClipNoiseMeanEstimator, CoinPressMeanEstimator
 from skuserdp.model_selection import BudgetedEstimator, PrivateGridSearch
-from skuserdp.model_selection._private_step import private_step_prefix
+from skuserdp.model_selection._private_step import private_rows, private_step_prefix
 from skuserdp.exceptions import AccuracyWarning
 from skuserdp.privacy import BudgetAccountant, compose_parallel, compose_spend
 
@@ -139,7 +139,8 @@ def test_mean_estimator_losses_are_taken_after_the_steps():
     best = search.best_estimator_
     assert best[-1].mean_ == pytest.approx(2 * X.mean(0), abs=0.1)
     expected = ((2 * X - best[-1].mean_) ** 2).sum(axis=1)
-    np.testing.assert_allclose(_mean_squared_distance(best, X, None), expected)
+    np.testing.assert_allclose(_mean_squared_distance(*private_rows(best, X), None),
+                               expected)
 
 
 def test_a_regressor_pipeline_with_declared_categories_on_a_dataframe():
