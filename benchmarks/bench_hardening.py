@@ -48,7 +48,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from _results import write_results  # noqa: E402
 
-import skuserdp.base as base  # noqa: E402
 import skuserdp.mechanisms._private_bounds as private_bounds  # noqa: E402
 import skuserdp.model_selection._budgeted as budgeted  # noqa: E402
 import skuserdp.model_selection._search as search_module  # noqa: E402
@@ -95,7 +94,7 @@ def old_search():
 
 def old_box():
     return patched([(private_bounds, "SPREAD_FAILURE_MAX", 0.05),
-                    (base, "BOUNDS_FAILURE_WARN", 0.05)])
+                    (private_bounds, "BOUNDS_FAILURE_WARN", 0.05)])
 
 
 def _neighbours(seed, n=200, d=2):

@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 import skuserdp.mechanisms._private_bounds as bounds_module
-from skuserdp.base import BOUNDS_SHARE_PURE
+from skuserdp.mechanisms._private_bounds import BOUNDS_SHARE_PURE
 from skuserdp.mean import WinsorizedMeanEstimator
 from skuserdp.privacy import split_for_public_bounds
 

@@ -17,6 +17,8 @@ from ._exponential import exponential_mechanism, gumbel_max
 from ._private_bounds import (
     bounds_failure_probability,
     bounds_grid,
+    learn_box,
+    learn_box_for_fit,
     private_bounds,
     private_quantile,
 )
@@ -55,6 +57,8 @@ __all__ = [
     "private_quantile",
     "bounds_grid",
     "bounds_failure_probability",
+    "learn_box",
+    "learn_box_for_fit",
     "private_range_window",
     "stability_histogram_argmax",
     "fwht",

@@ -57,15 +57,31 @@ stream are those of releasing the columns one after another.
 
 import functools
 import math
+import warnings
 
 import numpy as np
 
+from ..exceptions import AccuracyWarning
+from ..privacy import split_for_public_bounds
 from ..utils._random import (SUBSET_MIN_USERS, generator_from, make_seed_sequence,
                              random_subset)
+from ..utils._validation import feature_labels
 from ._exponential import _exponential_mechanism_from_noise, exponential_mechanism
 
 __all__ = ["bounds_grid", "private_bounds", "private_quantile",
-           "bounds_failure_probability", "BOUNDS_QUANTILE", "BOUNDS_SCALE"]
+           "bounds_failure_probability", "learn_box", "learn_box_for_fit",
+           "BOUNDS_QUANTILE", "BOUNDS_SCALE"]
+
+#: above this public bound on the probability that the box of some column
+#: fails (a candidate outside the data: the estimate is then garbage, e.g.
+#: 1e32), ``bounds="auto"`` warns; below it, a failure is rarer than one fit
+#: in a thousand (at 0.05, 1-3 fits in 2000 returned garbage with no warning)
+BOUNDS_FAILURE_WARN = 1e-3
+#: above this bound, bounds="auto" refuses to fit (ValueError)
+BOUNDS_FAILURE_REFUSE = 0.5
+#: default share of the budget for bounds="auto": of ρ (zCDP accounting), of ε
+#: (basic composition of the 2d pure releases, which needs a larger share)
+BOUNDS_SHARE_ZCDP, BOUNDS_SHARE_PURE = 0.1, 0.25
 
 #: quantile of the distances to the private median used as the spread
 BOUNDS_QUANTILE = 0.75
@@ -536,3 +552,149 @@ def private_quantile(values, quantile, release_epsilon, *, random_state=None):
     pos = _positive_grid()
     k = exponential_mechanism(-quantile_costs(v, pos, quantile), eps0, 1.0, rng)
     return float(max(pos[k], pos[1]))
+
+
+def learn_box(name, U, release_epsilon, random_state, stacklevel=5,
+              feature_names=None):
+    """``bounds="auto"``: the private box of the columns of ``U`` (one row per
+    user), with the warnings a user needs.
+
+    :func:`private_bounds` at ``release_epsilon`` per release, after two
+    checks of the public bound on the probability that the median or the
+    spread release of *some* column fails (the per-column bound times the
+    number of columns, capped at 1): above 1/2 a ``ValueError`` (the box
+    would likely miss the data or be absurdly wide somewhere, and the fit
+    would be garbage: refuse rather than return it); above
+    ``BOUNDS_FAILURE_WARN`` (1e-3: a failed column makes the estimate
+    garbage) an :class:`~skuserdp.exceptions.AccuracyWarning`. A flat
+    learned box (a value shared by most users, e.g. a rare binary feature)
+    warns too. Replacing one user (one row of ``U``) changes the loss as
+    :func:`private_bounds` says (user level, number of users public).
+
+    Parameters
+    ----------
+    name : str
+        The estimator's name, for the messages.
+    U : ndarray of shape (n_users, n_columns)
+        One row per user (e.g. the users' means).
+    release_epsilon : float
+        ε₀ of each of the ``2·n_columns`` releases.
+    random_state : int, RandomState, SeedSequence or None
+        Source of randomness of the releases.
+    stacklevel : int, default=5
+        Of the warnings, counted from this function's frame.
+    feature_names : sequence of str, default=None
+        One name per column of ``U``, for the messages.
+
+    Returns
+    -------
+    lower, upper : ndarray of shape (n_columns,)
+        The released box.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skuserdp.mechanisms import learn_box
+    >>> U = np.random.default_rng(0).normal(5.0, 1.0, size=(20000, 1))
+    >>> lower, upper = learn_box("demo", U, 0.5, random_state=0)
+    >>> bool(lower[0] < 5.0 < upper[0])
+    True
+    """
+    n, d = U.shape
+    fail = min(1.0, d * max(bounds_failure_probability(n, release_epsilon)))
+    if fail > BOUNDS_FAILURE_REFUSE:
+        raise ValueError(
+            f"{name}: bounds='auto' cannot learn the box of {d} column(s) from {n} "
+            f"users at this budget (epsilon {release_epsilon:.3g} per release; "
+            f"probability up to {fail:.2g} that some column fails): the "
+            "estimate would be garbage. Declare bounds=(lower, upper) (and "
+            "target_bounds for a regressor) in the units of the data -- public "
+            "knowledge such as a codebook range -- or use more users, fewer "
+            "columns or a larger epsilon (or bounds_share, or delta > 0 where "
+            "the estimator then accounts the box in zCDP).")
+    if fail > BOUNDS_FAILURE_WARN:
+        warnings.warn(
+            f"{name}: bounds='auto' learns the box of {d} column(s) from {n} users "
+            f"with epsilon {release_epsilon:.3g} per release; the learned box may "
+            f"miss the data or be far too wide in some column (probability up "
+            f"to {fail:.2g}), so the estimate may be far off. Declare "
+            "bounds=(lower, upper) in the units of the data (public knowledge, "
+            "e.g. from a codebook), or use more users or a larger epsilon.",
+            AccuracyWarning, stacklevel=stacklevel)
+    lower, upper = private_bounds(U, release_epsilon, random_state=random_state)
+    width = upper - lower
+    flat = np.flatnonzero(width <= 2.0 ** -240
+                          + 1e-12 * np.maximum(np.abs(lower), np.abs(upper)))
+    if flat.size:
+        warnings.warn(
+            f"{name}: bounds='auto' learned a flat box for column(s) "
+            f"{feature_labels(flat, feature_names)}: most users share one value "
+            "there (e.g. a rare binary feature), and the others are clipped to "
+            "it. Declare their bounds (for a 0/1 feature: (0, 1)).", AccuracyWarning,
+            stacklevel=stacklevel)
+    return lower, upper
+
+
+def learn_box_for_fit(name, U, *, epsilon, delta, share, zcdp, random_state,
+                      approx=False, feature_names=None, stacklevel=5):
+    """``bounds="auto"`` of one fit: a share of its budget, the learned box, and
+    what is left for the estimator's own release.
+
+    The share of ``(epsilon, delta)`` and its accounting come from
+    :func:`skuserdp.privacy.split_for_public_bounds` (``2·n_columns``
+    releases of :func:`learn_box`); the box's seed and the rest of the fit's
+    are two independent children of ``random_state``.
+
+    Parameters
+    ----------
+    name : str
+        The estimator's name, for the messages.
+    U : ndarray of shape (n_users, n_columns)
+        One row per user (the columns whose box is learned).
+    epsilon, delta : float
+        The whole fit's budget.
+    share : float or None
+        Share of the budget for the box; ``None``: ``BOUNDS_SHARE_ZCDP`` (of
+        ρ) when ``zcdp``, else ``BOUNDS_SHARE_PURE`` (of ε).
+    zcdp : bool
+        Whether the estimator's own release is accounted in zCDP.
+    random_state : int, RandomState, SeedSequence or None
+        The fit's seed.
+    approx : bool, default=False
+        Whether the box is accounted in zCDP at a share of δ when the release
+        is (ε, δ)-DP (see :func:`~skuserdp.privacy.split_for_public_bounds`).
+    feature_names : sequence of str, default=None
+        One name per column of ``U``, for the messages.
+    stacklevel : int, default=5
+        Of the warnings, counted from the caller's frame.
+
+    Returns
+    -------
+    lower, upper : ndarray of shape (n_columns,)
+        The released box.
+    loss : PureDP or ZCDP
+        The loss of the box step.
+    rest_epsilon, rest_delta : float
+        The budget the estimator plans its release with.
+    rest_seed : SeedSequence
+        The seed of the rest of the fit.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skuserdp.mechanisms import learn_box_for_fit
+    >>> U = np.random.default_rng(0).normal(5.0, 1.0, size=(20000, 2))
+    >>> lower, upper, loss, eps, delta, _ = learn_box_for_fit(
+    ...     "demo", U, epsilon=1.0, delta=0.0, share=None, zcdp=False,
+    ...     random_state=0)
+    >>> round(loss.epsilon, 6), round(eps, 6)
+    (0.25, 0.75)
+    """
+    if share is None:
+        share = BOUNDS_SHARE_ZCDP if zcdp else BOUNDS_SHARE_PURE
+    eps0, loss, rest_epsilon, rest_delta = split_for_public_bounds(
+        epsilon, delta, share, 2 * U.shape[1], zcdp=zcdp, approx=approx)
+    seed_box, rest_seed = make_seed_sequence(random_state).spawn(2)
+    lower, upper = learn_box(name, U, eps0, seed_box, stacklevel=stacklevel + 1,
+                             feature_names=feature_names)
+    return lower, upper, loss, rest_epsilon, rest_delta, rest_seed

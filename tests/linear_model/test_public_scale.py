@@ -19,7 +19,7 @@ import pytest
 from sklearn.base import clone
 
 import skuserdp.linear_model._dpsgd as dpsgd_module
-from skuserdp.base import BOUNDS_SHARE_ZCDP
+from skuserdp.mechanisms._private_bounds import BOUNDS_SHARE_ZCDP
 from skuserdp.linear_model import UserDPLinearRegression, UserDPSGDRegressor
 from skuserdp.linear_model._base import PublicScale
 from skuserdp.linear_model._dpsgd import CLIP_SHARE as SGD_CLIP_SHARE

@@ -12,7 +12,7 @@ import warnings
 import numpy as np
 import pytest
 
-import skuserdp.base as base_module
+import skuserdp.mechanisms._private_bounds as bounds_module
 from skuserdp.exceptions import AccuracyWarning
 from skuserdp.mean import (
     ClipNoiseMeanEstimator,
@@ -254,14 +254,14 @@ def test_winsorized_with_delta_accounts_its_box_in_zcdp():
     n, d = 20_000, 64
     U = rng.uniform(-2, 2, d) + rng.normal(size=(n, d))
     seen = {}
-    real = base_module.learn_box
+    real = bounds_module.learn_box
 
     def spy(name, V, eps0, *args, **kw):
         seen["eps0"] = eps0
         return real(name, V, eps0, *args, **kw)
 
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(base_module, "learn_box", spy)
+        mp.setattr(bounds_module, "learn_box", spy)
         with warnings.catch_warnings():
             warnings.simplefilter("error", AccuracyWarning)
             est = WinsorizedMeanEstimator(epsilon=1.0, delta=1e-6, random_state=0)
@@ -598,7 +598,7 @@ def _audit_box(monkeypatch, est, X, Xp, g, n_runs):
     ok = audit_estimator(est, X, Xp, groups=g, groups_prime=g, statistic=_lower,
                          n_runs=n_runs, random_state=0)
     assert not ok.violation, str(ok)
-    monkeypatch.setattr(base_module, "private_bounds", _exact_bounds)
+    monkeypatch.setattr(bounds_module, "private_bounds", _exact_bounds)
     bad = audit_estimator(est, X, Xp, groups=g, groups_prime=g, statistic=_lower,
                           n_runs=200, random_state=0)
     assert bad.violation, str(bad)
