@@ -72,7 +72,7 @@ from pathlib import Path
 
 import numpy as np
 
-import skuserdp.base as base
+import skuserdp.mean._base as mean_base
 from skuserdp.mean import (
     ClipNoiseMeanEstimator,
     CoinPressMeanEstimator,
@@ -184,12 +184,12 @@ def timed(fn):
 class _AggregationProbe:
     """Adds up the time a fit spends in its own aggregation pass: the
     validation of X and groups and the per-user means of
-    ``UserLevelMeanEstimator.fit`` (wrapped here, not modified)."""
+    ``UserLevelMeanEstimator.fit``, ``fit_user_means`` (wrapped here, not
+    modified)."""
 
     def __init__(self):
         self.seconds = 0.0
-        self._saved = (base._means_by_code,
-                       base.UserLevelMeanEstimator._validate_fit_input)
+        self._saved = mean_base.fit_user_means
 
         def timing(fn):
             def wrapped(*args, **kwargs):
@@ -200,12 +200,10 @@ class _AggregationProbe:
                     self.seconds += time.perf_counter() - start
             return wrapped
 
-        base._means_by_code = timing(self._saved[0])
-        base.UserLevelMeanEstimator._validate_fit_input = timing(self._saved[1])
+        mean_base.fit_user_means = timing(self._saved)
 
     def close(self):
-        (base._means_by_code,
-         base.UserLevelMeanEstimator._validate_fit_input) = self._saved
+        mean_base.fit_user_means = self._saved
 
 
 def digest(est):

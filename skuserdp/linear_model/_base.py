@@ -13,31 +13,21 @@ fitted model is mapped back to the units of ``X`` and ``y``.
 
 import math
 from dataclasses import dataclass
-from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.metrics import r2_score
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ..base import (
-    BOUNDS_CONSTRAINTS,
-    BOUNDS_SHARE_PURE,
-    BOUNDS_SHARE_ZCDP,
-    UserLevelMixin,
-    _check_not_sparse,
-    learn_box,
-    resolve_user_codes,
-    warn_item_level,
-)
-from ..privacy import split_for_public_bounds
-from ..privacy._conversion import report_spend
+from ..base import BOUNDS_CONSTRAINTS, BUDGET_CONSTRAINTS, UserLevelMixin
+from ..mechanisms import learn_box_for_fit
 from ..users._aggregate import _means_by_code
 from ..users._dask import DaskPanel, is_dask_collection, refuse_dask
 from ..users._groups import check_groups_alignment, check_y_alignment
-from ..utils._random import fit_random_state, make_seed_sequence
+from ..users._column import split_groups_column
+from ..users._resolve import check_not_sparse, resolve_user_codes, warn_item_level
+from ..utils._random import fit_random_state
 from ..utils._validation import check_bounds, check_targets, validate_rows
 
 __all__ = ["project_rows", "user_averaging_matrix"]
@@ -192,13 +182,9 @@ class _UserDPLinearModel(UserLevelMixin, BaseEstimator):
     """Base class: validation, public boxes and the fitted spend."""
 
     _parameter_constraints: dict = {
-        "epsilon": [Interval(Real, 0, None, closed="neither")],
-        "delta": [Interval(Real, 0, 1, closed="left")],
+        **BUDGET_CONSTRAINTS,
         "fit_intercept": ["boolean"],
         **BOUNDS_CONSTRAINTS,
-        "calibration": [StrOptions({"tight", "paper"})],
-        "random_state": ["random_state", np.random.SeedSequence],
-        "n_jobs": [None, Integral],
     }
 
     _min_users = 2
@@ -208,7 +194,7 @@ class _UserDPLinearModel(UserLevelMixin, BaseEstimator):
         ``stacklevel`` of the warning without groups, from this frame (5:
         called by ``fit``)."""
         refuse_dask(type(self).__name__, X, y, groups)
-        _check_not_sparse(X)
+        check_not_sparse(X)
         check_groups_alignment(groups, X)
         check_y_alignment(y, X)
         X, y = validate_rows(self, X, y, dtype=np.float64, order="C",
@@ -304,19 +290,13 @@ class _UserDPLinearModel(UserLevelMixin, BaseEstimator):
         if k == 0:
             scale = PublicScale(lower, upper, *(y_box if regress else (None, None)))
             return scale, None, self.epsilon, fit_random_state(self.random_state)
-        zcdp = self._zcdp_accounting()
-        share = self.bounds_share
-        if share is None:
-            share = BOUNDS_SHARE_ZCDP if zcdp else BOUNDS_SHARE_PURE
-        eps0, loss, eps_rest, _ = split_for_public_bounds(
-            self.epsilon, self.delta, share, 2 * k, zcdp=zcdp)
-        seed_bounds, seed_rest = make_seed_sequence(
-            fit_random_state(self.random_state)).spawn(2)
         # the columns of the learned box: the features', then the target's
         columns = (list(range(p) if names is None else names) if auto_x else [])
-        lo, hi = learn_box(type(self).__name__, user_columns(auto_x, auto_y), eps0,
-                           seed_bounds, stacklevel=5,
-                           feature_names=columns + (["y"] if auto_y else []))
+        lo, hi, loss, eps_rest, _, seed_rest = learn_box_for_fit(
+            type(self).__name__, user_columns(auto_x, auto_y), epsilon=self.epsilon,
+            delta=self.delta, share=self.bounds_share, zcdp=self._zcdp_accounting(),
+            random_state=fit_random_state(self.random_state),
+            feature_names=columns + (["y"] if auto_y else []))
         if auto_x:
             lower, upper = lo[:p], hi[:p]
         if auto_y:
@@ -329,13 +309,6 @@ class _UserDPLinearModel(UserLevelMixin, BaseEstimator):
         self.bounds_ = (scale.lower, scale.upper)
         if scale.y_lower is not None:
             self.target_bounds_ = (scale.y_lower, scale.y_upper)
-
-    def _set_spend(self, loss):
-        eps, delta, rho = report_spend(loss, self.delta)
-        self.privacy_loss_ = loss
-        self.epsilon_ = eps
-        self.delta_ = delta
-        self.rho_ = rho
 
     def _set_coef(self, W):
         """Split the parameter matrix ``(n_outputs, p)`` into coef_/intercept_."""
@@ -353,8 +326,62 @@ class _UserDPLinearModel(UserLevelMixin, BaseEstimator):
                 "data, map it over the partitions, e.g. "
                 "X.map_partitions(est.predict) or "
                 "X.map_blocks(est.predict, drop_axis=1).")
-        _check_not_sparse(X)
+        check_not_sparse(X)
         X = validate_rows(self, X, reset=False, dtype=np.float64, order="C")
         X = np.clip(X, *self.bounds_)
         coef = np.atleast_2d(self.coef_)
         return X @ coef.T + self.intercept_
+
+
+class UserDPRegressorMixin(RegressorMixin):
+    """``predict``, ``score`` and tags of the user-level private regressors
+    (listed first among a regressor's bases, before its
+    :class:`_UserDPLinearModel`)."""
+
+    def predict(self, X):
+        """Predict with the private model (rows projected onto the feature ball).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows to predict.
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,)
+            The predictions.
+        """
+        return self._decision(X)[:, 0]
+
+    def score(self, X, y, sample_weight=None, *, groups=None):
+        """R² of the predictions on held-out rows.
+
+        The score uses the held-out data without noise: it is for evaluation
+        on synthetic, public or held-out data; choosing hyper-parameters with
+        it on private data is not differentially private.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Held-out rows.
+        y : array-like of shape (n_samples,)
+            Their targets.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Row weights.
+        groups : array-like of shape (n_samples,), default=None
+            Ignored (R² is a row-level score); accepted so that metadata
+            routing, which sends ``groups`` to ``score``, works. A string
+            names ``X``'s user-id column, which is taken out of ``X``.
+
+        Returns
+        -------
+        score : float
+            The coefficient of determination.
+        """
+        X, _ = split_groups_column(X, groups)
+        return self._r2_score(X, y, sample_weight)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.regressor_tags.poor_score = True
+        return tags

@@ -14,7 +14,7 @@ from numbers import Integral, Real
 
 import numpy as np
 from scipy.special import expit, softmax
-from sklearn.base import ClassifierMixin, RegressorMixin, _fit_context
+from sklearn.base import ClassifierMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 
@@ -25,13 +25,14 @@ from ..mechanisms._private_bounds import private_quantile
 from ..privacy import ZCDP, compose, split_for_public_bounds, split_zcdp
 from ..utils._docstrings import fill_doc
 from ..utils._numeric import quiet_floating_point
-from ..base import check_min_users
 from ..users._column import split_groups_column
 from ..users._dask import is_dask_collection
 from ..users._groups import _has_missing
+from ..users._resolve import check_min_users
 from ..utils._random import fit_random_state, make_seed_sequence
 from ._base import (
     BOX_PARAMS_DOC,
+    UserDPRegressorMixin,
     _UserDPLinearModel,
     project_rows,
 )
@@ -598,7 +599,7 @@ _NOTES = """\
 
 
 @fill_doc
-class UserDPSGDRegressor(RegressorMixin, _BaseUserDPSGD):
+class UserDPSGDRegressor(UserDPRegressorMixin, _BaseUserDPSGD):
     __doc__ = """User-level private linear regression by gradient descent.
 
     Projected (full-batch) gradient descent on the squared or Huber loss
@@ -733,54 +734,6 @@ class UserDPSGDRegressor(RegressorMixin, _BaseUserDPSGD):
             self.coef_ = coef[0]
             self.intercept_ = float(intercept[0])
             return self
-
-    def predict(self, X):
-        """Predict with the private model (rows projected onto the feature ball).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows to predict.
-
-        Returns
-        -------
-        y_pred : ndarray of shape (n_samples,)
-            The predictions.
-        """
-        return self._decision(X)[:, 0]
-
-    def score(self, X, y, sample_weight=None, *, groups=None):
-        """R² of the predictions on held-out rows.
-
-        The score uses the held-out data without noise: it is for evaluation
-        on synthetic, public or held-out data; choosing hyper-parameters with
-        it on private data is not differentially private.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Held-out rows.
-        y : array-like of shape (n_samples,)
-            Their targets.
-        sample_weight : array-like of shape (n_samples,), default=None
-            Row weights.
-        groups : array-like of shape (n_samples,), default=None
-            Ignored (R² is a row-level score); accepted so that metadata
-            routing, which sends ``groups`` to ``score``, works. A string
-            names ``X``'s user-id column, which is taken out of ``X``.
-
-        Returns
-        -------
-        score : float
-            The coefficient of determination.
-        """
-        X, _ = split_groups_column(X, groups)
-        return self._r2_score(X, y, sample_weight)
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.regressor_tags.poor_score = True
-        return tags
 
 
 @fill_doc

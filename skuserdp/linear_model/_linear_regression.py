@@ -63,7 +63,7 @@ from functools import partial
 from numbers import Real
 
 import numpy as np
-from sklearn.base import RegressorMixin, _fit_context
+from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..mean._clip_noise import clip_noise_from_plan, plan_clip_noise
@@ -94,11 +94,12 @@ from ..privacy._conversion import report_spend
 from ..utils._docstrings import fill_doc
 from ..utils._numeric import quiet_floating_point
 from ..utils._random import make_seed_sequence
-from ..base import check_min_users
 from ..users._column import split_groups_column
 from ..users._dask import is_dask_collection
+from ..users._resolve import check_min_users
 from ._base import (
     BOX_PARAMS_DOC,
+    UserDPRegressorMixin,
     _UserDPLinearModel,
     dask_user_columns,
     in_memory_user_columns,
@@ -445,7 +446,7 @@ def min_eigenvalue_from_plan(V, plan, *, clip_radius, norm, drop_last_diagonal,
 
 
 @fill_doc
-class UserDPLinearRegression(RegressorMixin, _UserDPLinearModel):
+class UserDPLinearRegression(UserDPRegressorMixin, _UserDPLinearModel):
     __doc__ = """User-level private ridge regression from noisy sufficient statistics.
 
     Each user's average second-moment matrix ``mean x̃x̃ᵀ`` and cross-moment
@@ -744,51 +745,3 @@ class UserDPLinearRegression(RegressorMixin, _UserDPLinearModel):
                 f"more than ({epsilon}, {self.delta}); use "
                 "calibration='tight' or a numeric alpha.")
         return plan, eig_plan
-
-    def predict(self, X):
-        """Predict with the private model (rows projected onto the feature ball).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows to predict.
-
-        Returns
-        -------
-        y_pred : ndarray of shape (n_samples,)
-            The predictions.
-        """
-        return self._decision(X)[:, 0]
-
-    def score(self, X, y, sample_weight=None, *, groups=None):
-        """R² of the predictions on held-out rows.
-
-        The score uses the held-out data without noise: it is for evaluation
-        on synthetic, public or held-out data; choosing hyper-parameters with
-        it on private data is not differentially private.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Held-out rows.
-        y : array-like of shape (n_samples,)
-            Their targets.
-        sample_weight : array-like of shape (n_samples,), default=None
-            Row weights.
-        groups : array-like of shape (n_samples,), default=None
-            Ignored (R² is a row-level score); accepted so that metadata
-            routing, which sends ``groups`` to ``score``, works. A string
-            names ``X``'s user-id column, which is taken out of ``X``.
-
-        Returns
-        -------
-        score : float
-            The coefficient of determination.
-        """
-        X, _ = split_groups_column(X, groups)
-        return self._r2_score(X, y, sample_weight)
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.regressor_tags.poor_score = True
-        return tags

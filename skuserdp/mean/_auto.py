@@ -33,11 +33,12 @@ from numbers import Integral, Real
 
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ..base import BOUNDS_CONSTRAINTS, UserLevelMeanEstimator
+from ..base import BOUNDS_CONSTRAINTS
 from ..exceptions import AccuracyWarning
 from ..privacy import ZCDP, zcdp_rho_for
 from ..utils._docstrings import fill_doc
 from ..utils._validation import check_center
+from ._base import UserLevelMeanEstimator
 from ._clip_noise import ClipNoiseMeanEstimator, plan_clip_noise
 from ._coinpress import DECLARED_BOX_STEPS, CoinPressMeanEstimator, plan_coinpress
 from ._few_users import FewUsersBallEstimator

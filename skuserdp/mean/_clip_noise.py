@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.utils._param_validation import Interval, Real
 
-from ..base import BOUNDS_CONSTRAINTS, UserLevelMeanEstimator
+from ..base import BOUNDS_CONSTRAINTS
 from ..mechanisms import (
     add_noise,
     calibrate_discrete_gaussian,
@@ -45,6 +45,7 @@ from ..privacy import (
 from ..utils._docstrings import fill_doc
 from ..utils._random import make_seed_sequence
 from ..utils._validation import check_center, check_positive_scalar
+from ._base import UserLevelMeanEstimator
 
 __all__ = [
     "clip_noise_mean",

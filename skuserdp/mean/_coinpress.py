@@ -58,11 +58,12 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ..base import BOUNDS_CONSTRAINTS, UserLevelMeanEstimator
+from ..base import BOUNDS_CONSTRAINTS
 from ..privacy import ZCDP, compose, split_zcdp_shares, zcdp_rho_for
 from ..utils._docstrings import fill_doc
 from ..utils._random import (SUBSET_MIN_USERS, generator_from, make_seed_sequence,
                              random_subset)
+from ._base import UserLevelMeanEstimator
 
 from ._clip_noise import clip_noise_from_plan, plan_clip_noise
 

@@ -26,17 +26,13 @@ import numpy as np
 from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils._param_validation import Integral, Interval, Real, StrOptions
 
-from ..base import (
-    UserLevelMeanEstimator,
-    UserLevelMixin,
-    _check_not_sparse,
-    dask_user_table,
-)
+from ..base import BUDGET_CONSTRAINTS, UserLevelMixin
 from ..privacy import ApproxDP
-from ..privacy._conversion import report_spend
+from ..users._aggregate import user_class_counts
 from ..users._column import split_groups_column
 from ..users._dask import is_dask_collection
 from ..users._groups import _has_missing, check_groups_alignment
+from ..users._resolve import check_not_sparse, estimator_dask_table, resolve_groups
 from ..utils._docstrings import fill_doc
 from ..utils._numeric import quiet_floating_point
 from ..utils._random import fit_random_state
@@ -95,30 +91,6 @@ def _check_classes_match_column(classes, column_dtype, name):
             f"{'strings' if column_is_str else 'numbers'} (dtype {column_dtype}): "
             "no row would match a class and the estimate would be meaningless. "
             "Declare classes of the same type as the column.")
-
-
-def _class_codes(values, classes):
-    lookup = {c: k for k, c in enumerate(classes.tolist())}
-    try:
-        uniq, inverse = np.unique(values, return_inverse=True)
-        mapped = np.array([lookup.get(u, -1) for u in uniq.tolist()], dtype=np.intp)
-        return mapped[inverse.ravel()]
-    except TypeError:  # mixed types cannot be sorted
-        return np.array([lookup.get(v, -1) for v in values.tolist()], dtype=np.intp)
-
-
-def _user_class_counts(values, classes, codes, n_users):
-    """Each user's count of every class (rows of other values count in no
-    class): an ``(n_users, n_classes)`` float array."""
-    d = classes.shape[0]
-    cls = _class_codes(values, classes)
-    valid = cls >= 0
-    cells = codes[valid] * d + cls[valid]
-    # float64 counts straight from the bincount (sums of ones: exact), with
-    # no int64 table to convert (but for no cell at all: bincount then
-    # returns int64 zeros)
-    counts = np.bincount(cells, weights=np.ones(cells.size), minlength=n_users * d)
-    return counts.astype(np.float64, copy=False).reshape(n_users, d)
 
 
 def _column_dtype(meta):
@@ -202,17 +174,14 @@ class DiscreteDistributionEstimator(UserLevelMixin, BaseEstimator):
 
     _parameter_constraints: dict = {
         "classes": [None, "array-like"],
-        "epsilon": [Interval(Real, 0, None, closed="neither")],
+        **BUDGET_CONSTRAINTS,
+        # (the few-users route needs delta > 0)
         "delta": [Interval(Real, 0, 1, closed="neither")],
         "samples_per_user": [Interval(Integral, 1, None, closed="left")],
         "route": [StrOptions({"auto", "few_users", "winsorized"})],
         "alpha": [Interval(Real, 0, 1, closed="neither")],
-        "calibration": [StrOptions({"tight", "paper"})],
-        "random_state": ["random_state", np.random.SeedSequence],
-        "n_jobs": [None, Integral],
     }
     _min_users = 2
-    _resolve_groups = UserLevelMeanEstimator._resolve_groups
 
     def __init__(self, classes=None, epsilon=1.0, delta=1e-6, *, samples_per_user=1,
                  route="auto", alpha=0.1, calibration="tight", random_state=None,
@@ -268,7 +237,7 @@ class DiscreteDistributionEstimator(UserLevelMixin, BaseEstimator):
 
     def _in_memory_frequencies(self, X, y, groups):
         """Each user's class frequencies: ``(freqs, n_users, classes)``."""
-        _check_not_sparse(X)
+        check_not_sparse(X)
         if np.ndim(X) == 1:
             raise ValueError(
                 "Expected a 2-d X with one column, got a 1-d array: use "
@@ -281,8 +250,8 @@ class DiscreteDistributionEstimator(UserLevelMixin, BaseEstimator):
         classes = self._check_classes()
         self._check_column(X.shape[1], X.dtype if dtypes is None or len(dtypes) != 1
                            else dtypes.iloc[0], classes)
-        codes, n_users = self._resolve_groups(y, groups, X.shape[0])
-        freqs = _user_class_counts(X[:, 0], classes, codes, n_users)
+        codes, n_users = resolve_groups(self, y, groups, X.shape[0])
+        freqs = user_class_counts(X[:, 0], classes, codes, n_users)
         rows = np.bincount(codes, minlength=n_users)
         np.divide(freqs, rows[:, None], out=freqs)  # (no second table)
         return freqs, n_users, classes
@@ -310,7 +279,7 @@ class DiscreteDistributionEstimator(UserLevelMixin, BaseEstimator):
             X, groups = split_groups_column(X, groups)  # groups='column name'
             if is_dask_collection(X) or is_dask_collection(groups):
                 classes = self._check_classes()
-                table = dask_user_table(
+                table = estimator_dask_table(
                     self, X, y, groups, classes=classes,
                     check_meta=lambda meta: self._check_column(
                         meta.shape[1], _column_dtype(meta), classes))[0]
@@ -342,7 +311,5 @@ class DiscreteDistributionEstimator(UserLevelMixin, BaseEstimator):
             self.classes_ = classes.copy()
             self.route_ = route
             self.n_users_ = n_users
-            eps, delta, rho = report_spend(loss, self.delta)
-            self.privacy_loss_, self.epsilon_ = loss, eps
-            self.delta_, self.rho_ = delta, rho
+            self._set_spend(loss)
             return self

@@ -92,7 +92,6 @@ from joblib import Parallel, delayed
 from scipy import special, stats
 from sklearn.utils._param_validation import Integral, Interval, Real, StrOptions
 
-from ..base import UserLevelMeanEstimator
 from ..exceptions import AccuracyWarning
 from ..mechanisms import RandomHadamardRotation, padded_dimension
 from ..privacy import (
@@ -106,6 +105,7 @@ from ..privacy import (
 from ..utils._docstrings import fill_doc
 from ..utils._random import generator_from, make_seed_sequence
 from ..utils._validation import check_center, check_positive_scalar
+from ._base import UserLevelMeanEstimator
 
 __all__ = [
     "BallPlan",

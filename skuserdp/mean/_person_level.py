@@ -136,7 +136,7 @@ from joblib import Parallel, delayed
 from scipy import stats
 from sklearn.utils._param_validation import Integral, Interval, Real, StrOptions
 
-from ..base import BOUNDS_CONSTRAINTS, UserLevelMeanEstimator
+from ..base import BOUNDS_CONSTRAINTS
 from ..exceptions import AccuracyWarning
 from ..mechanisms import (
     exponential_mechanism,
@@ -156,6 +156,7 @@ from ..privacy import (
 from ..utils._docstrings import fill_doc
 from ..utils._random import generator_from, make_seed_sequence
 from ..utils._validation import check_positive_scalar, feature_labels
+from ._base import UserLevelMeanEstimator
 from ._clip_noise import _clip_noise_mean, clip_noise_mean
 from ._concentration import private_tau, private_tau_min_users
 

@@ -118,7 +118,7 @@ import numpy as np
 from joblib import Parallel, delayed
 from sklearn.utils._param_validation import Integral, Interval, Real, StrOptions
 
-from ..base import BOUNDS_CONSTRAINTS, UserLevelMeanEstimator
+from ..base import BOUNDS_CONSTRAINTS
 from ..exceptions import AccuracyWarning
 from ..mechanisms import (
     DiscreteGaussianNoise,
@@ -155,6 +155,7 @@ from ..utils._docstrings import fill_doc
 from ..utils._numeric import all_finite, stable_norm
 from ..utils._random import generator_from, make_seed_sequence
 from ..utils._validation import check_bound, check_positive_scalar
+from ._base import UserLevelMeanEstimator
 from ._concentration import (
     private_tau,
     private_tau_feasible,

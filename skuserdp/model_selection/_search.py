@@ -23,7 +23,7 @@ from sklearn.exceptions import DataConversionWarning
 from sklearn.model_selection import ParameterGrid
 from sklearn.utils.parallel import Parallel, delayed
 
-from ..base import UserLevelMixin, _check_not_sparse, resolve_user_codes
+from ..base import UserLevelMixin
 from ..exceptions import AccuracyWarning, ItemLevelPrivacyWarning
 from ..mean._concentration import private_tau, private_tau_feasible
 from ..privacy import (
@@ -38,6 +38,7 @@ from ..privacy import (
 from ..users._column import split_groups_column
 from ..users._dask import refuse_dask
 from ..users._groups import check_groups_alignment
+from ..users._resolve import check_not_sparse, resolve_user_codes
 from ..utils._numeric import quiet_floating_point
 from ..utils._random import (
     charged_fit_seed,
@@ -426,7 +427,7 @@ class PrivateGridSearch(DelegatingMixin, UserLevelMixin, MetaEstimatorMixin,
         candidates = self._candidates(grid, eps_i, delta_i)
         X, groups = split_groups_column(X, groups)  # groups='column name'
         refuse_dask(type(self).__name__, X, y, groups)
-        _check_not_sparse(X)
+        check_not_sparse(X)
         check_groups_alignment(groups, X)
         X_arr = X if hasattr(X, "iloc") else np.asarray(X)
         n_samples = X_arr.shape[0]

@@ -61,6 +61,7 @@ from ._conversion import (
     pure_to_zcdp,
     rdp_curve_epsilon,
     zcdp_delta,
+    report_spend,
     zcdp_rho_for,
     zcdp_to_approx_dp,
 )
@@ -98,6 +99,7 @@ __all__ = [
     "pure_to_approx_dp",
     "zcdp_to_approx_dp",
     "zcdp_delta",
+    "report_spend",
     "zcdp_rho_for",
     "rdp_curve_epsilon",
     "laplace_privacy",

@@ -382,7 +382,7 @@ def report_spend(loss, delta):
     Examples
     --------
     >>> from skuserdp.privacy import PureDP
-    >>> from skuserdp.privacy._conversion import report_spend
+    >>> from skuserdp.privacy import report_spend
     >>> report_spend(PureDP(1.0), 0.0)
     (1.0, 0.0, 0.5)
     """

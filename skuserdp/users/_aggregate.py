@@ -28,7 +28,7 @@ import scipy.sparse as sp
 from ..utils._validation import check_rows
 from ._groups import check_groups, check_groups_alignment
 
-__all__ = ["UserMeans", "user_means"]
+__all__ = ["UserMeans", "user_means", "user_class_counts"]
 
 
 class UserMeans(NamedTuple):
@@ -103,6 +103,31 @@ def _means_by_code(X, codes, n_users):
         sums, counts, lambda scale: _sums_by_code(X * scale, codes, n_users),
         finite=lambda: np.isfinite(X).all())
     return means, counts
+
+
+def _class_codes(values, classes):
+    lookup = {c: k for k, c in enumerate(classes.tolist())}
+    try:
+        uniq, inverse = np.unique(values, return_inverse=True)
+        mapped = np.array([lookup.get(u, -1) for u in uniq.tolist()], dtype=np.intp)
+        return mapped[inverse.ravel()]
+    except TypeError:  # mixed types cannot be sorted
+        return np.array([lookup.get(v, -1) for v in values.tolist()], dtype=np.intp)
+
+
+def user_class_counts(values, classes, codes, n_users):
+    """Each user's count of every class (rows of other values count in no
+    class): an ``(n_users, n_classes)`` float array, a per-user function of
+    the data (the categorical counterpart of :func:`_means_by_code`)."""
+    d = classes.shape[0]
+    cls = _class_codes(values, classes)
+    valid = cls >= 0
+    cells = codes[valid] * d + cls[valid]
+    # float64 counts straight from the bincount (sums of ones: exact), with
+    # no int64 table to convert (but for no cell at all: bincount then
+    # returns int64 zeros)
+    counts = np.bincount(cells, weights=np.ones(cells.size), minlength=n_users * d)
+    return counts.astype(np.float64, copy=False).reshape(n_users, d)
 
 
 def user_means(X, groups=None):

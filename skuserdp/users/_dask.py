@@ -38,7 +38,7 @@ import sys
 import numpy as np
 
 from ..utils._validation import check_rows
-from ._aggregate import UserMeans, _means_from_sums, _sums_by_code
+from ._aggregate import UserMeans, _means_from_sums, _sums_by_code, user_class_counts
 from ._groups import _check_same_index, check_groups
 
 __all__ = ["DaskPanel", "dask_user_table", "is_dask_collection", "refuse_dask"]
@@ -158,8 +158,6 @@ def _partial_means(part, ids, feature_columns, scale, target=None, offset=0,
 
 def _partial_classes(part, ids, feature_columns, classes, offset=0):
     """Per-user class counts (as sums of one-hot rows) of one partition."""
-    from ..mean._discrete import _user_class_counts  # the in-memory counts
-
     rows, ids = _rows_and_ids(part, ids, feature_columns)
     values = np.asarray(rows)
     values = values.reshape(values.shape[0], -1)
@@ -173,7 +171,7 @@ def _partial_classes(part, ids, feature_columns, classes, offset=0):
     else:
         codes, labels = check_groups(ids, values.shape[0])
     n = labels.shape[0]
-    return (labels, _user_class_counts(values[:, 0], classes, codes, n),
+    return (labels, user_class_counts(values[:, 0], classes, codes, n),
             np.bincount(codes, minlength=n))
 
 
@@ -217,16 +215,27 @@ def _union(partials):
     return uniq, inverse, counts, weights
 
 
-def _merge(*partials):
-    """Merge partial ``(labels, sums, counts)`` tables, in the order given."""
+def _merged(partials, combine):
+    """Merge partial ``(labels, table, counts)`` tables, in the order given:
+    the empty ones dropped, one left as it is, else
+    ``combine(table, uniq, inverse, counts, weights)`` over their union
+    (:func:`_union`) and the stacked rows of their tables."""
     partials = [p for p in partials if p[0].shape[0]] or partials[:1]
     if len(partials) == 1:
         return partials[0]
-    uniq, inverse, counts, _ = _union(partials)
+    uniq, inverse, counts, weights = _union(partials)
+    table = np.vstack([p[1] for p in partials])
+    return uniq, combine(table, uniq, inverse, counts, weights), counts
+
+
+def _merge(*partials):
+    """Merge partial ``(labels, sums, counts)`` tables, in the order given."""
+    return _merged(partials, _add_sums)
+
+
+def _add_sums(sums, uniq, inverse, counts, weights):
     with np.errstate(over="ignore", invalid="ignore"):
-        sums = _sums_by_code(np.vstack([p[1] for p in partials]), inverse,
-                             uniq.shape[0])
-    return uniq, sums, counts
+        return _sums_by_code(sums, inverse, uniq.shape[0])
 
 
 def _merge_means(*partials):
@@ -235,11 +244,10 @@ def _merge_means(*partials):
     A user in one partial keeps that partial's row bit for bit; a user in
     several gets the count-weighted mean of its partial rows.
     """
-    partials = [p for p in partials if p[0].shape[0]] or partials[:1]
-    if len(partials) == 1:
-        return partials[0]
-    uniq, inverse, counts, weights = _union(partials)
-    means = np.vstack([p[1] for p in partials])
+    return _merged(partials, _average_means)
+
+
+def _average_means(means, uniq, inverse, counts, weights):
     pieces = np.bincount(inverse, minlength=uniq.shape[0])
     out = np.empty((uniq.shape[0], means.shape[1]))
     single = pieces[inverse] == 1
@@ -250,7 +258,7 @@ def _merge_means(*partials):
                              uniq.shape[0])
         spread = np.flatnonzero(pieces > 1)
         out[spread] = sums[spread] / counts[spread, None]
-    return uniq, out, counts
+    return out
 
 
 # ---------------------------------------------------------------- graph side

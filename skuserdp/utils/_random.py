@@ -246,11 +246,11 @@ def seed_parameters(estimator):
 def _owner_is_ours(params, name, estimator):
     """Whether the estimator owning parameter ``name`` is a skuserdp one (a
     user's subclass included), whose ``random_state`` takes a SeedSequence."""
-    from ..base import UserLevelMixin  # (base imports this module)
-
     owner = (estimator if "__" not in name
              else params[name.rsplit("__", 1)[0]])
-    return isinstance(owner, UserLevelMixin)
+    # (the marker of skuserdp.base.UserLevelMixin, read without importing it:
+    # base imports this module)
+    return getattr(owner, "_seed_sequence_random_state", False) is True
 
 
 def set_fit_seeds(estimator, seeds):

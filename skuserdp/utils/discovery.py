@@ -3,6 +3,7 @@
 import inspect
 import pkgutil
 from importlib import import_module
+from pathlib import Path
 
 from sklearn.base import BaseEstimator
 
@@ -17,7 +18,8 @@ def all_estimators():
     Returns
     -------
     estimators : list of (name, class) tuples
-        Sorted by name; base classes (module :mod:`skuserdp.base`) excluded.
+        Sorted by name; base classes (module :mod:`skuserdp.base` and the
+        subpackages' ``_base`` modules) excluded.
 
     Examples
     --------
@@ -25,10 +27,11 @@ def all_estimators():
     >>> "ClipNoiseMeanEstimator" in dict(all_estimators())
     True
     """
-    import skuserdp
-
+    # the package's folder, walked without importing the package from here:
+    # its modules are imported by name (reflection, not a dependency of utils)
+    package = str(Path(__file__).resolve().parents[1])
     found = {}
-    for info in pkgutil.walk_packages(skuserdp.__path__, prefix="skuserdp."):
+    for info in pkgutil.walk_packages([package], prefix="skuserdp."):
         parts = info.name.split(".")
         if any(p in _SKIP for p in parts[1:]):
             continue
@@ -38,7 +41,7 @@ def all_estimators():
                 issubclass(cls, BaseEstimator)
                 and not name.startswith("_")
                 and cls.__module__.startswith("skuserdp.")
-                and cls.__module__ != "skuserdp.base"
+                and cls.__module__.rsplit(".", 1)[-1] not in ("base", "_base")
                 # meta-estimators (they wrap another estimator) are checked
                 # on their own, with an inner estimator
                 and "estimator" not in inspect.signature(cls).parameters

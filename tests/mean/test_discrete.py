@@ -214,9 +214,9 @@ def test_classes_of_another_kind_than_the_column_are_refused(classes, column):
 def test_class_counts_are_float_even_when_no_row_is_in_a_class():
     # np.bincount with weights returns int64 zeros for an empty input; the
     # frequencies are divided in place, so the table must be float64 anyway
-    from skuserdp.mean._discrete import _user_class_counts
-    counts = _user_class_counts(np.array([7.0, 8.0]), np.array([0, 1, 2]),
-                                np.array([0, 1]), 2)
+    from skuserdp.users._aggregate import user_class_counts
+    counts = user_class_counts(np.array([7.0, 8.0]), np.array([0, 1, 2]),
+                               np.array([0, 1]), 2)
     assert counts.dtype == np.float64 and counts.shape == (2, 3)
     assert not counts.any()
     # and a fit where no row is in a class runs (sklearn's

@@ -1,0 +1,312 @@
+"""The template of every user-level mean estimator.
+
+:class:`UserLevelMeanEstimator` holds what every mean estimator shares: the
+users' means of ``fit``'s input (:func:`skuserdp.users._resolve.fit_user_means`:
+validation, the loud warnings when ``groups`` is missing, per-user
+aggregation in memory or on Dask), the public box (declared, or learned
+privately and charged: :func:`skuserdp.mechanisms.learn_box_for_fit`), the
+fitted spend attributes, the post-processing warnings and ``score``. A
+subclass implements ``_fit_user_means(U, budget)`` only (the docs' page
+"Adding an estimator" walks through one).
+
+The unit of privacy is the user: two datasets are neighbours when they
+differ in all rows of one user, with the number of users public.
+"""
+
+import math
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+from sklearn.base import BaseEstimator, _fit_context
+from sklearn.utils.validation import check_is_fitted
+
+from ..base import BUDGET_CONSTRAINTS, UserLevelMixin
+from ..exceptions import AccuracyWarning
+from ..mechanisms import learn_box_for_fit
+from ..privacy import compose, compose_spend
+from ..users._resolve import fit_user_means, held_out_user_means
+from ..utils._numeric import quiet_floating_point, stable_norm
+from ..utils._random import fit_random_state
+from ..utils._validation import check_bounds, feature_labels
+
+__all__ = ["FitBudget", "UserLevelMeanEstimator"]
+
+
+@dataclass(frozen=True)
+class FitBudget:
+    """What one fit's release may use once the public bounds are resolved.
+
+    Attributes
+    ----------
+    epsilon, delta : float
+        The budget left for the estimator's own release.
+    lower, upper : ndarray of shape (n_features,) or None
+        The box of the users' means: declared, or learned privately (then
+        charged in ``bounds_loss``); ``None`` when the estimator needs none.
+    random_state : object
+        The seed of the estimator's own release (independent of the bounds
+        step's seed).
+    bounds_loss : PureDP, ZCDP or None
+        The privacy loss of learning the box, ``None`` when it was declared.
+    total_delta : float
+        The δ of the whole fit (the estimator's ``delta``).
+    """
+
+    epsilon: float
+    delta: float
+    lower: object = None
+    upper: object = None
+    random_state: object = None
+    bounds_loss: object = None
+    total_delta: float = 0.0
+
+    def total_loss(self, loss):
+        """The loss of the whole fit: the bounds step's composed with ``loss``.
+
+        ``compose`` when the two kinds compose directly; otherwise (a pure
+        bounds step before an estimator whose plan, from public values, chose
+        a zCDP route) :func:`~skuserdp.privacy.compose_spend`, an (ε, δ) at
+        the fit's δ that never exceeds the pure ε plus the zCDP release's
+        conversion, so it stays within the requested budget.
+
+        Parameters
+        ----------
+        loss : PureDP, ApproxDP or ZCDP
+            The estimator's own release.
+
+        Returns
+        -------
+        loss : PureDP, ApproxDP or ZCDP
+        """
+        if self.bounds_loss is None:
+            return loss
+        try:
+            return compose(self.bounds_loss, loss)
+        except TypeError:  # pure and zCDP: no direct composition
+            return compose_spend([self.bounds_loss, loss], self.total_delta)
+
+    @property
+    def midpoint(self):
+        """Centre of the box."""
+        return 0.5 * self.lower + 0.5 * self.upper
+
+    @property
+    def half_width(self):
+        """Half-width of the box in every coordinate (at least ``2^-256``, the
+        grid's smallest step, so that norms and squares stay positive)."""
+        return np.maximum(0.5 * self.upper - 0.5 * self.lower, 2.0 ** -256)
+
+    @property
+    def half_diagonal(self):
+        """ℓ2 norm of :attr:`half_width`, the radius of the ball through the
+        box's corners (without overflow: boxes as wide as ``±1e300`` work).
+
+        Raises a ``ValueError`` when it exceeds the float64 range."""
+        radius = stable_norm(self.half_width)
+        if not math.isfinite(radius):
+            raise ValueError(
+                "bounds are too wide: the half-diagonal of the box (the radius "
+                "of the ball through its corners) exceeds the float64 range "
+                f"(about 1.8e308) in {self.half_width.shape[0]} dimension(s). "
+                "Declare tighter bounds (or a radius and center).")
+        return radius
+
+
+class UserLevelMeanEstimator(UserLevelMixin, BaseEstimator):
+    """Base class for user-level differentially private mean estimators.
+
+    Subclasses implement ``_fit_user_means(U, budget)``: it receives the
+    per-user means (one row per user) and a :class:`FitBudget` and returns
+    ``(mean, privacy_loss)``; it may set further fitted attributes. They may
+    extend ``_parameter_constraints``.
+
+    Estimators with a ``bounds`` parameter (``(lower, upper)`` in the units
+    of ``X``, or ``"auto"``) get the box resolved here: a declared box is
+    validated; ``"auto"`` learns it privately from a ``bounds_share`` of the
+    budget (:func:`skuserdp.mechanisms.private_bounds`), and the spend is
+    composed with the estimator's own. ``_needs_bounds()`` says whether the
+    estimator uses the box at all (e.g. not when a clipping ball is declared)
+    and ``_zcdp_accounting(n, d)`` whether its own release is accounted in
+    zCDP (which decides how the bounds step is charged).
+    """
+
+    _parameter_constraints: dict = {**BUDGET_CONSTRAINTS}
+
+    #: smallest number of users a fit accepts
+    _min_users = 2
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y=None, *, groups=None):
+        """Fit the private mean of the per-user means.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows of all users, finite. Not modified. A Dask array or
+            DataFrame is accepted: the per-user aggregation then runs on
+            Dask (user guide, "Data larger than memory").
+        y : None
+            Ignored. If ``y`` is given without ``groups`` a
+            :class:`~skuserdp.exceptions.YIgnoredWarning` is raised: user ids
+            must be passed as ``groups=``.
+        groups : array-like of shape (n_samples,), default=None
+            User id of every row (any hashable labels; a pandas Series is
+            fine). This defines the unit of privacy. ``None`` treats every
+            row as its own user and emits an
+            :class:`~skuserdp.exceptions.ItemLevelPrivacyWarning`. With a
+            pandas or Dask DataFrame ``X``, the name of its user-id column
+            (not a feature then), or with a Dask ``X`` a Dask Series
+            partitioned like ``X``.
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
+        """
+        with quiet_floating_point():  # no warning may depend on the data
+            U, n_users = fit_user_means(self, X, y, groups)
+            budget = self._resolve_bounds(U)
+            mean, loss = self._fit_user_means(U, budget)
+            loss = budget.total_loss(loss)
+            self._set_fitted(mean, n_users, loss)
+            self._check_box(budget)
+            self._check_noise(budget)
+            return self
+
+    def _prepare(self, n_users, n_features):
+        """Hook run before the box is resolved (public values only)."""
+
+    def _needs_bounds(self):
+        """Whether this configuration uses the box ``bounds`` at all."""
+        return "bounds" in self._parameter_constraints
+
+    def _zcdp_accounting(self, n_users, n_features):
+        """Whether the estimator's own release is accounted in zCDP."""
+        return False
+
+    def _approx_bounds_accounting(self):
+        """Whether a learned box is accounted in zCDP at a share of δ when the
+        estimator's own release is (ε, δ)-DP with δ > 0 (it must then plan
+        with the ``delta`` of its :class:`FitBudget`)."""
+        return False
+
+    def _resolve_bounds(self, U):
+        """The :class:`FitBudget` of this fit: declared or privately learned box."""
+        n, d = U.shape
+        self._prepare(n, d)
+        if not self._needs_bounds():
+            return FitBudget(self.epsilon, self.delta,
+                             random_state=fit_random_state(self.random_state))
+        names = getattr(self, "feature_names_in_", None)
+        if not (isinstance(self.bounds, str) and self.bounds == "auto"):
+            lower, upper = check_bounds(self.bounds, d, feature_names=names)
+            return FitBudget(self.epsilon, self.delta, lower, upper,
+                             fit_random_state(self.random_state))
+        lower, upper, loss, rest_eps, rest_delta, seed_rest = learn_box_for_fit(
+            type(self).__name__, U, epsilon=self.epsilon, delta=self.delta,
+            share=self.bounds_share, zcdp=self._zcdp_accounting(n, d),
+            approx=self._approx_bounds_accounting(),
+            random_state=fit_random_state(self.random_state), feature_names=names)
+        return FitBudget(rest_eps, rest_delta, lower, upper, seed_rest, loss,
+                         self.delta)
+
+    def _check_box(self, budget):
+        """Warn when the estimate sits on or outside the box (post-processing)."""
+        if "bounds" not in self._parameter_constraints:
+            return
+        if budget.lower is None:
+            self.bounds_ = None
+            return
+        self.bounds_ = (budget.lower, budget.upper)
+        # (half-widths: upper - lower overflows for a box as wide as ±1.7e308)
+        tol = 2e-9 * np.maximum(0.5 * budget.upper - 0.5 * budget.lower, 0.0)
+        edge = np.flatnonzero((self.mean_ <= budget.lower + tol)
+                              | (self.mean_ >= budget.upper - tol))
+        if edge.size:
+            warnings.warn(
+                f"{type(self).__name__}: the estimate of feature(s) "
+                f"{feature_labels(edge, getattr(self, 'feature_names_in_', None))} "
+                "lies on or outside the public box "
+                f"bounds_: the users' means are probably clipped there and the "
+                "estimate is biased. Check bounds (in the units of X)"
+                + (" or use bounds='auto'." if not isinstance(self.bounds, str)
+                   else "; declare them if you know them."),
+                AccuracyWarning, stacklevel=3)
+
+    def _check_noise(self, budget):
+        """Warn when the plan's noise alone exceeds the box (post-processing).
+
+        ``_fit_user_means`` may leave ``_noise_error``: the root mean squared
+        ℓ2 error of its last release's noise, a function of the public plan
+        (and of earlier private releases, such as CoinPress's radii). The
+        noise is i.i.d. over the coordinates, with standard deviation
+        ``noise_std_`` in each. In every feature where that exceeds half the
+        width of the box (declared, or released), the box's midpoint -- free
+        of charge -- is expected to be closer to the truth than the estimate:
+        those features are named (with equal widths this is the rule "the
+        ℓ2 noise exceeds the box's half-diagonal"; with a learned box, one
+        column whose box is far too wide makes the others' noise swamp
+        them).
+        """
+        err = self.__dict__.pop("_noise_error", None)
+        if err is not None:
+            # the noise is i.i.d. over the coordinates: its per-feature SD
+            self.noise_std_ = err / math.sqrt(self.mean_.shape[0])
+        else:
+            self.__dict__.pop("noise_std_", None)  # unknown for this plan
+        if err is None or budget.lower is None:
+            return
+        noisy = np.flatnonzero(self.noise_std_ > budget.half_width)
+        if noisy.size:
+            names = getattr(self, "feature_names_in_", None)
+            warnings.warn(
+                f"{type(self).__name__}: the noise of this release alone is "
+                f"expected to move the estimate of feature(s) "
+                f"{feature_labels(noisy, names)} by {self.noise_std_:.3g} "
+                "(standard deviation, from the public plan), more than half the "
+                "width of their box bounds_: the box's midpoint would likely be "
+                "closer to the truth there. Use more users, a larger epsilon or "
+                "tighter declared bounds.",
+                AccuracyWarning, stacklevel=3)
+
+    def _set_fitted(self, mean, n_users, loss):
+        """Record the fitted mean, the number of users and the spend."""
+        self.mean_ = mean
+        self.n_users_ = n_users
+        self._set_spend(loss)
+        return self
+
+    def score(self, X, y=None, *, groups=None, sample_weight=None):
+        """Negative squared error to the mean of the held-out users' means.
+
+        ``-||mean_ - mean_u(x̄_u)||²`` where ``x̄_u`` are the per-user means of
+        ``X`` grouped by ``groups``. Higher is better, as model selection
+        expects; use a group-aware splitter such as ``GroupKFold`` so that the
+        held-out users were not seen by ``fit``.
+
+        The score uses the held-out data without noise. It is for evaluation
+        on synthetic or public data: choosing hyper-parameters with it on
+        private data is not differentially private.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Held-out rows.
+        y : None
+            Ignored.
+        groups : array-like of shape (n_samples,) or str, default=None
+            User id of every held-out row (or the name of ``X``'s user-id
+            column); ``None`` treats rows as users.
+        sample_weight : None
+            Ignored; present so that ``Pipeline.score`` works under metadata
+            routing.
+
+        Returns
+        -------
+        score : float
+            Negative squared ℓ2 error.
+        """
+        check_is_fitted(self)
+        target = held_out_user_means(self, X, groups)
+        return -float(np.sum((self.mean_ - target) ** 2))
