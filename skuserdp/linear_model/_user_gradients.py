@@ -57,7 +57,9 @@ gets two equal rows, a user without rows a zero row. Each user's row
 depends on that user's data only, in every path.
 """
 
+import contextlib
 import functools
+import threading
 
 import numpy as np
 import scipy.sparse as sp
@@ -86,6 +88,36 @@ def _blas_controller():
     library of the process, ~4 ms, which was half of a small DP-SGD fit. A
     library loaded later is not limited, which only costs time."""
     return ThreadpoolController()
+
+
+#: guards the shared BLAS limit of :func:`_one_blas_thread`
+_BLAS_LOCK = threading.Lock()
+#: [number of threads inside _one_blas_thread, the limiter they share]
+_BLAS_STATE = [0, None]
+
+
+@contextlib.contextmanager
+def _one_blas_thread():
+    """Run the block with BLAS limited to one thread, safely across threads.
+
+    The BLAS thread count is process-wide. With threadpoolctl's ``limit``
+    entered by two threads at once, the second saves the first's limit (1)
+    as "original" and, leaving last, restores it: BLAS would stay at one
+    thread for the rest of the process. Here the first thread in sets the
+    limit and the last one out restores the original.
+    """
+    with _BLAS_LOCK:
+        if _BLAS_STATE[0] == 0:
+            _BLAS_STATE[1] = _blas_controller().limit(limits=1, user_api="blas")
+        _BLAS_STATE[0] += 1
+    try:
+        yield
+    finally:
+        with _BLAS_LOCK:
+            _BLAS_STATE[0] -= 1
+            if _BLAS_STATE[0] == 0:
+                _BLAS_STATE[1].restore_original_limits()
+                _BLAS_STATE[1] = None
 
 
 def user_second_moments(Xa, y, codes, n_users, *, chunk_elements=None):
@@ -131,7 +163,7 @@ def user_second_moments(Xa, y, codes, n_users, *, chunk_elements=None):
     ends = np.r_[starts[1:], n_users]
     row_start = np.r_[0, np.cumsum(sorted_counts)]
     # many small Gram products, for which BLAS threads only add overhead
-    with _blas_controller().limit(limits=1, user_api="blas"):
+    with _one_blas_thread():
         for a, e in zip(starts, ends):
             m = int(sorted_counts[a])
             if m == 0:

@@ -269,3 +269,83 @@ def test_classifier_coefficients_as_before(n_classes, monkeypatch):
                                                              monkeypatch)
     np.testing.assert_allclose(coef, coef_old, rtol=0, atol=1e-8)
     np.testing.assert_allclose(intercept, intercept_old, rtol=0, atol=1e-8)
+
+
+def _blas_threads():
+    from skuserdp.linear_model._user_gradients import _blas_controller
+
+    blas = _blas_controller().select(user_api="blas")
+    return [lib.num_threads for lib in blas.lib_controllers]
+
+
+def _interleave(enter):
+    """Thread A enters, thread B enters, A leaves, B leaves (the order that
+    broke threadpoolctl's per-call limit)."""
+    import threading
+
+    a_in, b_in, a_out = threading.Event(), threading.Event(), threading.Event()
+
+    def a():
+        with enter():
+            a_in.set()
+            b_in.wait(10)
+        a_out.set()
+
+    def b():
+        a_in.wait(10)
+        with enter():
+            b_in.set()
+            a_out.wait(10)
+
+    threads = [threading.Thread(target=a), threading.Thread(target=b)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(20)
+
+
+class _FakeLimiter:
+    """threadpoolctl's limit, on a fake BLAS: save the current count, set
+    one, restore the saved count."""
+
+    def __init__(self, blas):
+        self.blas, self.saved = blas, blas["threads"]
+        blas["threads"] = 1
+
+    def restore_original_limits(self):
+        self.blas["threads"] = self.saved
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.restore_original_limits()
+
+
+class _FakeController:
+    def __init__(self):
+        self.blas = {"threads": 4}
+
+    def limit(self, limits, user_api):
+        assert (limits, user_api) == (1, "blas")
+        return _FakeLimiter(self.blas)
+
+
+def test_concurrent_one_thread_blas_limits_restore_the_original(monkeypatch):
+    import skuserdp.linear_model._user_gradients as module
+
+    fake = _FakeController()
+    monkeypatch.setattr(module, "_blas_controller", lambda: fake)
+    _interleave(module._one_blas_thread)
+    assert fake.blas["threads"] == 4
+    # positive control: the per-call limit, interleaved, leaves one thread
+    _interleave(lambda: fake.limit(limits=1, user_api="blas"))
+    assert fake.blas["threads"] == 1
+
+
+def test_the_real_blas_limit_is_restored_after_concurrent_fits():
+    from skuserdp.linear_model._user_gradients import _one_blas_thread
+
+    before = _blas_threads()
+    _interleave(_one_blas_thread)
+    assert _blas_threads() == before
