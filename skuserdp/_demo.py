@@ -17,7 +17,7 @@ from .datasets import make_user_samples
 from .users import user_means
 from .utils.discovery import all_estimators
 
-__all__ = ["DEMO_DATA", "DEMO_CONFIGS", "run_demo", "format_table"]
+__all__ = ["DEMO_DATA", "DEMO_CONFIGS", "demo_configs", "run_demo", "format_table"]
 
 #: the synthetic dataset of the demo
 DEMO_DATA = dict(n_users=2000, n_features=10, samples_per_user=(5, 50),
@@ -31,7 +31,8 @@ _PUBLIC = dict(radius=5.0, center=0.0)
 #: public box of the supervised task's rows (see :func:`_supervised_task`)
 _ROW_BOX = (-5.0 / (1.5 * 10 ** 0.5), 5.0 / (1.5 * 10 ** 0.5))
 
-#: constructor arguments per estimator; every public estimator needs an entry
+#: constructor arguments per estimator (an estimator without an entry gets the
+#: demo's public box: :func:`demo_configs`)
 DEMO_CONFIGS = {
     "ClipNoiseMeanEstimator": [
         dict(epsilon=eps, delta=delta, **_PUBLIC)
@@ -104,6 +105,33 @@ DEMO_CONFIGS = {
 }
 
 
+def demo_configs(name, cls):
+    """The demo's constructor arguments of one estimator.
+
+    Its entry of :data:`DEMO_CONFIGS`, or, for an estimator that takes the
+    public box as ``bounds`` (every estimator built on the package's base
+    classes), the demo's public knowledge as a box -- ``[-5, 5]`` per
+    coordinate for a mean, the scaled rows' box, targets in ``[-1, 1]`` and
+    labels ``{0, 1}`` for a linear model -- at ε = 0.5, 1, 2 and δ = 1e-6.
+
+    Raises
+    ------
+    RuntimeError
+        When the estimator has no entry and no ``bounds`` parameter: the
+        demo cannot guess the public knowledge it needs.
+    """
+    if name in DEMO_CONFIGS:
+        return DEMO_CONFIGS[name]
+    params = cls().get_params()
+    if "bounds" not in params:
+        raise RuntimeError(f"{name} has no entry in skuserdp._demo.DEMO_CONFIGS.")
+    knowledge = dict(bounds=(-5.0, 5.0))
+    if is_regressor(cls()) or is_classifier(cls()):
+        knowledge = dict(bounds=_ROW_BOX, target_bounds=(-1.0, 1.0), classes=[0, 1])
+    knowledge = {k: v for k, v in knowledge.items() if k in params}
+    return [dict(epsilon=eps, delta=1e-6, **knowledge) for eps in (0.5, 1.0, 2.0)]
+
+
 def _supervised_task(X, groups, kind):
     """Scaled rows, a target and the non-private reference coefficients.
 
@@ -159,14 +187,13 @@ def run_demo(random_state=0, data=None):
     cat_reference = user_means(onehot, groups).means.mean(axis=0)
     rows = []
     for name, cls in all_estimators():
-        if name not in DEMO_CONFIGS:
-            raise RuntimeError(f"{name} has no entry in skuserdp._demo.DEMO_CONFIGS.")
+        configs = demo_configs(name, cls)
         categorical = name == "DiscreteDistributionEstimator"
         supervised = is_regressor(cls()) or is_classifier(cls())
         if supervised:
             kind = "classification" if is_classifier(cls()) else "regression"
             Xs, y, coef_reference = _supervised_task(X, groups, kind)
-        for params in DEMO_CONFIGS[name]:
+        for params in configs:
             est = cls(**params, random_state=random_state)
             start = time.perf_counter()
             with warnings.catch_warnings():

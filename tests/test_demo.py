@@ -3,12 +3,34 @@
 import subprocess
 import sys
 
-from skuserdp._demo import DEMO_CONFIGS, format_table, run_demo
+import pytest
+from sklearn.base import BaseEstimator
+
+from skuserdp._demo import DEMO_CONFIGS, demo_configs, format_table, run_demo
 from skuserdp.utils.discovery import all_estimators
 
 
 def test_every_estimator_is_in_the_demo():
-    assert {name for name, _ in all_estimators()} <= set(DEMO_CONFIGS)
+    for name, cls in all_estimators():
+        assert demo_configs(name, cls)
+
+
+class _NewMean(BaseEstimator):
+    def __init__(self, epsilon=1.0, delta=1e-6, bounds="auto"):
+        self.epsilon, self.delta, self.bounds = epsilon, delta, bounds
+
+
+class _NoBox(BaseEstimator):
+    def __init__(self, epsilon=1.0, radius=None):
+        self.epsilon, self.radius = epsilon, radius
+
+
+def test_an_estimator_with_a_box_needs_no_demo_entry():
+    configs = demo_configs("_NewMean", _NewMean)
+    assert [c["epsilon"] for c in configs] == [0.5, 1.0, 2.0]
+    assert all(c["bounds"] == (-5.0, 5.0) and c["delta"] == 1e-6 for c in configs)
+    with pytest.raises(RuntimeError, match="no entry"):
+        demo_configs("_NoBox", _NoBox)
 
 
 def test_demo_rows_are_sensible():
@@ -16,7 +38,8 @@ def test_demo_rows_are_sensible():
     # person-level estimators need hundreds of users per stage (their coarse
     # steps warn below that, and a demo fit must not warn).
     rows = run_demo(random_state=1, data=dict(n_users=2000, n_features=3))
-    assert len(rows) == sum(len(v) for v in DEMO_CONFIGS.values())
+    assert len(rows) == sum(len(demo_configs(n, c)) for n, c in all_estimators())
+    assert set(DEMO_CONFIGS) <= {n for n, _ in all_estimators()}
     for row in rows:
         assert 0 < row["epsilon_spent"] <= row["epsilon"]
         assert row["delta_spent"] <= row["delta"]
