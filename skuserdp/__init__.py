@@ -19,39 +19,35 @@ from .exceptions import (
     ItemLevelPrivacyWarning,
     YIgnoredWarning,
 )
-from .linear_model import (
-    UserDPLinearRegression,
-    UserDPSGDClassifier,
-    UserDPSGDRegressor,
-)
-from .mean import (
-    ClipNoiseMeanEstimator,
-    CoinPressMeanEstimator,
-    DiscreteDistributionEstimator,
-    FewUsersBallEstimator,
-    ThreadedClipNoiseEstimator,
-    UserMeanEstimator,
-    WinsorizedMeanEstimator,
-)
+from . import linear_model, mean
 from .model_selection import BudgetedEstimator, PrivateGridSearch
 from .privacy import BudgetAccountant
 from .users import user_means
 
 __version__ = "0.1.0.dev0"
 
+
+def _public_estimators(*modules):
+    """The estimator classes among the modules' ``__all__``, by name: a new
+    estimator exported by its subpackage is exported here too."""
+    from sklearn.base import BaseEstimator
+
+    found = {}
+    for module in modules:
+        for name in module.__all__:
+            obj = getattr(module, name)
+            if isinstance(obj, type) and issubclass(obj, BaseEstimator):
+                found[name] = obj
+    return found
+
+
+_ESTIMATORS = _public_estimators(mean, linear_model)
+globals().update(_ESTIMATORS)
+
 __all__ = [
-    # mean estimation
-    "UserMeanEstimator",
-    "ClipNoiseMeanEstimator",
-    "CoinPressMeanEstimator",
-    "WinsorizedMeanEstimator",
-    "FewUsersBallEstimator",
-    "ThreadedClipNoiseEstimator",
-    "DiscreteDistributionEstimator",
-    # linear models
-    "UserDPSGDRegressor",
-    "UserDPSGDClassifier",
-    "UserDPLinearRegression",
+    # mean estimation and linear models (every estimator class of
+    # skuserdp.mean.__all__ and skuserdp.linear_model.__all__)
+    *_ESTIMATORS,
     # model selection and budgets
     "BudgetedEstimator",
     "PrivateGridSearch",
