@@ -278,3 +278,19 @@ def test_the_extraction_finds_the_examples():
     quick = blocks_of("docs/quickstart.rst")
     assert quick and all(b.kind == "code" for b in quick)
     assert quick[0].code.startswith("from skuserdp.datasets import")
+
+
+@pytest.mark.parametrize("path", FILES)
+def test_cited_tests_exist(path):
+    """Every test a page names (``tests/file.py::test``, or ``::test`` for
+    another test of the file named last) is a test function of that file."""
+    text = (ROOT / path).read_text("utf-8")
+    missing, current = [], None
+    for m in re.finditer(r"``(tests/[\w/]+\.py)?::(\w+)``", text):
+        current = m[1] or current
+        assert current is not None, f"{path}: ``::{m[2]}`` follows no test file"
+        file = ROOT / current
+        source = file.read_text("utf-8") if file.exists() else ""
+        if not re.search(rf"^def {m[2]}\(", source, re.M):
+            missing.append(f"{current}::{m[2]}")
+    assert not missing, f"{path} names tests that do not exist: {missing}"
