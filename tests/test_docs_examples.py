@@ -179,6 +179,8 @@ def _cases():
 def _missing_modules(code):
     """Top-level modules imported by ``code`` that are not installed."""
     missing = []
+    if "parquet" in code and importlib.util.find_spec("pyarrow") is None:
+        missing.append("pyarrow")  # pandas and Dask read and write parquet with it
     for node in ast.walk(ast.parse(code)):
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
