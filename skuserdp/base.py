@@ -43,7 +43,7 @@ from .utils._validation import check_bounds, feature_labels, validate_rows
 #: above this public bound on the probability that the box of some column
 #: fails (a candidate outside the data: the estimate is then garbage, e.g.
 #: 1e32), ``bounds="auto"`` warns; below it, a failure is rarer than one fit
-#: in a thousand (issue 26: at 0.05, 1-3 fits in 2000 returned garbage with
+#: in a thousand (at the former 0.05, 1-3 fits in 2000 returned garbage with
 #: no warning)
 BOUNDS_FAILURE_WARN = 1e-3
 #: above this bound, bounds="auto" refuses to fit (ValueError)
