@@ -1,6 +1,6 @@
 """What the user-level linear models share: inputs, public boxes, spend.
 
-Issue 15: one vocabulary for the public domain. ``bounds=(lower, upper)``
+One vocabulary for the public domain. ``bounds=(lower, upper)``
 per feature of ``X`` and, for regressors, ``target_bounds=(lower, upper)``,
 in the units of the data; ``"auto"`` learns the box privately at user level
 (:func:`skuserdp.mechanisms.private_bounds` on the users' means, charged to

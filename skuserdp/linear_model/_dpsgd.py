@@ -1,8 +1,8 @@
 """UserDPSGDRegressor and UserDPSGDClassifier (Levy et al., Algorithms 3 and 4).
 
 Levy et al., "Learning with User-Level Privacy" [LSA+21]_ §4 (Algorithm 3,
-Theorem 3), §5.1 (Algorithm 4, Theorem 4); spec
-``levy2021_user_level_learning.md`` §3.7–3.9, §6. The optimisation core is
+Theorem 3), §5.1 (Algorithm 4, Theorem 4); docs:
+:ref:`papers-levy`, :ref:`papers-levy-deviations`. The optimisation core is
 :mod:`skuserdp.linear_model._sgd`; this module turns rows, targets and user
 ids into per-user average gradients and public constants.
 """
@@ -162,7 +162,7 @@ class _BaseUserDPSGD(_UserDPLinearModel):
             )
 
         def tau(n_users):
-            # α = γ/3 as in the proof of Theorem 3 ([E13]).
+            # α = γ/3 as in the proof of Theorem 3 (docs: papers-levy-gradients-radius).
             return tau_gradients(G, H, self.radius, n_params, self.samples_per_user,
                                  n_users, self.gamma / 3.0)
 
@@ -401,7 +401,8 @@ class _BaseUserDPSGD(_UserDPLinearModel):
         The excess-risk bound of noisy projected gradient descent with
         averaged iterates has the noise term ``ν·R/√T`` (ν² the total noise
         variance of one released gradient, R the radius of the parameter
-        ball, T the steps; spec §3.7), a lower bound on the whole bound. When
+        ball, T the steps; :ref:`papers-levy-step-sizes`),
+        a lower bound on the whole bound. When
         it exceeds the largest loss of the zero model (targets and rows in
         box units), the plan cannot promise anything better than predicting
         zero. For Phased ERM the first phase, which carries the estimate, is
@@ -481,8 +482,9 @@ _COMMON_PARAMS = """\
         bound G (no clipping bias, much more noise). The value used is
         ``clip_norm_``.
     solver : {"gd", "phased_erm"}, default="gd"
-        ``"gd"``: projected gradient descent with the step sizes of spec
-        §3.7 and averaged iterates. ``"phased_erm"``: Levy et al.'s
+        ``"gd"``: projected gradient descent with the step sizes of
+        :ref:`papers-levy-step-sizes` and averaged
+        iterates. ``"phased_erm"``: Levy et al.'s
         Algorithm 4 (disjoint user blocks of halving size, regularised
         towards the previous phase with ``λ_t = 4^t·λ``; each phase uses the
         whole budget by parallel composition).
@@ -506,7 +508,7 @@ _COMMON_PARAMS = """\
     tau : float or "auto", default="auto"
         ``aggregator="winsorized"``: public concentration radius of the
         per-user average gradients. ``"auto"`` uses Proposition 1's radius
-        (spec §3.8), which needs ``samples_per_user``.
+        (:ref:`papers-levy-gradients-radius`), which needs ``samples_per_user``.
     samples_per_user : int, default=None
         Public minimum number of rows per user (``tau="auto"`` and Phased
         ERM's constants). Never read it off the data.
@@ -576,7 +578,7 @@ _NOTES = """\
     ``target_bounds``), declared from a codebook, a survey design or domain
     knowledge, or learned privately with ``"auto"``.
 
-    **Private standardisation** (``standardize=True``, an OUR CHOICE step,
+    **Private standardisation** (``standardize=True``, a step of ours,
     not from the papers). Clipped isotropic noise is only as good as the
     geometry of the features: with loose public ranges the small-spread
     features drown in it. The estimator then releases per-feature centres

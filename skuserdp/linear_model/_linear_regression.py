@@ -1,10 +1,10 @@
 """UserDPLinearRegression: one private release of per-user sufficient statistics.
 
 Not from one of the three papers: the non-iterative baseline practitioners
-compare user-level DP-SGD against (issue 6, item 5; the sufficient-statistics
+compare user-level DP-SGD against (the sufficient-statistics
 perturbation of Sheffet 2017 / Wang 2018, made user-level by averaging per
-user first, as the library survey recommends, spec
-``dp_library_survey.md`` §2.0).
+user first, as the clip-and-noise baseline does;
+:ref:`papers-linear-regression`).
 
 Algorithm (replace-one user neighbours, n users public):
 

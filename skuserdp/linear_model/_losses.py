@@ -3,7 +3,7 @@
 Every loss is written for a parameter matrix ``W`` of shape
 ``(n_outputs, n_params)`` acting on augmented rows ``x̃`` (the features, plus
 a constant ``1`` when an intercept is fitted). For Levy et al.'s analysis
-([LSA+21]_ §2.1, spec ``levy2021_user_level_learning.md`` §1.3 and §6.1) each
+([LSA+21]_ §2.1, docs: :ref:`papers-levy`) each
 loss exposes, from *public* quantities only,
 
 * ``gradient_bound(row_bound, target_bound, radius)``: G, a bound on the ℓ2

@@ -1,4 +1,4 @@
-"""Where the DP-SGD models read their rows: in memory or on Dask (issue 18).
+"""Where the DP-SGD models read their rows: in memory or on Dask.
 
 The private optimisers of :mod:`skuserdp.linear_model._dpsgd` touch the rows
 only through per-user quantities: per-user means of a row-wise function (the

@@ -3,8 +3,8 @@
 Levy et al., "Learning with User-Level Privacy" [LSA+21]_: Algorithm 3
 (Winsorized First-Order Optimization, §4, Theorem 3), the generic optimiser
 of Appendix E.2 (Algorithm 7, Proposition 4, Remark 2) and Algorithm 4
-(Phased ERM, §5.1, Theorem 4); spec ``levy2021_user_level_learning.md``
-§3.7–3.9, §6.3.
+(Phased ERM, §5.1, Theorem 4); docs: :ref:`papers-levy`,
+:ref:`papers-levy-deviations`.
 
 Neighbouring datasets differ in the entire data of one user (replace-one,
 the number of users public). Every step releases one private mean of the
@@ -30,18 +30,19 @@ The per-step budget is :func:`skuserdp.privacy.adaptive_query_budget`
 composition split) and the total :func:`skuserdp.privacy.compose_adaptive_queries`.
 Step sizes, the number of steps and the averaging weights depend only on
 public quantities: G, H, R, μ, T and the *data-independent* noise variance
-ν² of the released gradient (spec §3.7 OUR CHOICE). The gradient of a public
-regulariser is added after the release (spec §3.9), so the aggregators'
+ν² of the released gradient (:ref:`papers-levy-step-sizes`). The gradient of a public
+regulariser is added after the release, so the aggregators'
 bounds are those of the data term alone.
 
-Phased ERM (spec §3.9): phases ``t = 1..P`` run the strongly convex variant on
+Phased ERM (:ref:`papers-levy-phased-erm`): phases
+``t = 1..P`` run the strongly convex variant on
 disjoint blocks of ``⌊n/2^t⌋`` users (a data-independent random partition),
 each with the whole budget (parallel composition), regularised towards the
 previous phase's output with ``λ_t = 4^t·λ``. λ, P and the steps per phase
-come from the *planned* noise of the aggregator (OUR CHOICE, in place of the
+come from the *planned* noise of the aggregator (our choice, in place of the
 paper's ``σd/(√m·ε)``, which assumes a noise the aggregators do not have),
 and phases whose block is too small for that noise are not run (the early
-stop of spec §3.9); see :func:`plan_phased_erm`.
+stop); see :func:`plan_phased_erm`.
 """
 
 import math
@@ -96,7 +97,7 @@ class GradientPlan:
         ν²: total variance of the noise in one released gradient (sum over
         the parameters), data-independent.
     schedule : {"convex", "strongly_convex", "constant"}
-        Step-size rule (spec §3.7).
+        Step-size rule (:ref:`papers-levy-step-sizes`).
     learning_rates : ndarray of shape (n_steps,)
         η_t.
     weights : ndarray of shape (n_steps,)
@@ -141,7 +142,7 @@ class GradientPlan:
 
 def _schedule(schedule, n_steps, smoothness, strong_convexity, radius, nu2,
               learning_rate):
-    """Learning rates, output weights, stage weights and restart step (§3.7)."""
+    """Learning rates, output weights, stage weights and restart step."""
     T = n_steps
     # Tail averaging (OUR CHOICE): the uniform average of the last ⌈T/2⌉
     # iterates. Same O(HR²/T + νR/√T) bound as averaging all of them (the
@@ -211,7 +212,8 @@ def plan_gradient_descent(n_users, n_params, *, epsilon, delta, n_steps,
         ``"winsorized"``: public concentration radius of the per-user
         gradients (see :func:`skuserdp.mean._concentration.tau_gradients`).
     gamma : float, default=0.01
-        ``"winsorized"``: total failure probability (γ/T per step, [E11]).
+        ``"winsorized"``: total failure probability
+        (γ/T per step, :ref:`papers-levy-gamma`).
     sampling_rate : float, default=None
         ``"clip"``: Poisson user-sampling rate q in ``(0, 1)``; ``None`` uses
         every user in every step.
@@ -396,7 +398,7 @@ def private_gradient_descent(user_gradients, plan, *, theta0,
 
 @dataclass(frozen=True)
 class PhasedPlan:
-    """Every public quantity of one Phased ERM run (spec §3.9).
+    """Every public quantity of one Phased ERM run.
 
     Parameters
     ----------
@@ -445,7 +447,7 @@ class PhasedPlan:
 
 #: phases with fewer users than this are never run (public rule)
 PHASE_MIN_USERS = 2
-#: c: E‖θ̂ − θ*‖² ≈ c·ν²/(μ²T) for the strongly convex schedule of §3.7
+#: c: E‖θ̂ − θ*‖² ≈ c·ν²/(μ²T) for the strongly convex schedule
 SCHEDULE_VARIANCE_FACTOR = 2.0
 
 
@@ -471,7 +473,8 @@ def plan_phased_erm(n_users, n_params, *, epsilon, delta, aggregator,
     λ shrinks like 1/√m while the noise does not, the early phases return
     noise (``E‖θ̂_1 − θ*_1‖² ∝ 1/λ_1²`` exceeds R²) that the later, more
     regularised phases cannot undo, and the error *grows* with m. Hence
-    (OUR CHOICE) the constants use the planned noise: κ, the first phase's
+    (our choice, :ref:`papers-levy-phased-erm`) the
+    constants use the planned noise: κ, the first phase's
     per-step noise as one full-budget release over n users (see
     :class:`PhasedPlan`; n²·variance is constant in n and T for the clip
     aggregator; T_1 and κ are found together by iterating ``T_1 ← T_1(κ)``
@@ -491,7 +494,7 @@ def plan_phased_erm(n_users, n_params, *, epsilon, delta, aggregator,
       (Corollary 2: the initial gap GR over the noise floor
       ``κ²/(λ_t·n_t²)``), capped at ``max_iter``.
 
-    Early stop (spec §3.9: stop when ``n_t`` violates Corollary 2's
+    Early stop (stop when ``n_t`` violates Corollary 2's
     condition): phase t ≥ 2 and all later phases are not run when
 
     * ``n_t < 2`` (``PHASE_MIN_USERS``);

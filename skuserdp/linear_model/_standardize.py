@@ -1,7 +1,7 @@
 """Private standardisation of the features of the user-level linear models.
 
-Not from the papers: an OUR CHOICE pre-processing step (user guide,
-"Private standardisation"; issue 6 notes). Gradient descent with clipped,
+Not from the papers: a pre-processing step of ours (user guide,
+"Private standardisation"; :ref:`papers-standardize`). Gradient descent with clipped,
 isotropic noise is only as good as the geometry of the features: when public
 ranges are loose, the features' spreads differ by orders of magnitude and the
 noise swamps the small directions (``benchmarks/bench_wage_limits.py``). Two
@@ -28,7 +28,7 @@ gradient descent along it, but an under-estimated one inflates the
 feature's curvature past what the step size tolerates. A released deviation
 below two noise standard deviations cannot be told apart from zero, so it is
 rounded *up*. On the wage panel this floor lifts the lower quartile of R² at
-ε = 1 from 0.127 to 0.138 (80 repetitions, issue 6 notes).
+ε = 1 from 0.127 to 0.138 (80 repetitions).
 """
 
 import math

@@ -1,6 +1,6 @@
-"""UserMeanEstimator: one entry point that picks a mean estimator (issue 7).
+"""UserMeanEstimator: one entry point that picks a mean estimator.
 
-Not from the papers: an OUR CHOICE dispatcher over skuserdp's user-level
+Not from the papers (:ref:`papers-auto`): a dispatcher over skuserdp's user-level
 mean estimators. The choice uses public information only -- the number of
 users ``n`` (public under replace-one), the number of features ``d``, ε, δ
 and whatever public knowledge is declared (``bounds``, ``radius``,

@@ -2,8 +2,8 @@
 
 Not from one of the three papers: this is the standard baseline every later
 estimator is benchmarked against (per-user pre-aggregation, one clip, one
-vector release), as recommended by the library survey
-(``shared/specs/dp_library_survey.md`` §2.0: "pre-aggregate per user, clip
+vector release), the recommended practice
+("pre-aggregate per user, clip
 jointly in L2, add one vector Gaussian, account in zCDP").
 
 Algorithm (replace-one user neighbours, n users public):

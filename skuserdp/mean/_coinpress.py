@@ -3,9 +3,9 @@
 After Biswas, Dong, Kamath and Ullman, "CoinPress: Practical Private Mean and
 Covariance Estimation" (NeurIPS 2020), the iterative mean estimator (their
 Algorithms 1–2), reimplemented from the paper (its public code has no
-licence; spec ``dp_library_survey.md`` §2.9) and run on *per-user means*, so
+licence) and run on *per-user means*, so
 the unit of privacy is the user (replace-one, the number of users public).
-Not one of the three papers of the project; issue 7.
+Not one of the three papers of the project (:ref:`papers-coinpress`).
 
 A public ball ``B(c₀, r₀)`` (by default the circumscribed ball of the public
 box ``[-bound, bound]^d``) is shrunk in ``n_steps − 1`` steps; a last
@@ -21,7 +21,7 @@ clip-and-noise release spends ``final_share`` of the zCDP budget. Step ``t``:
      Gaussian tail radius of the noise just added (``σ_t`` public, from the
      plan), which contains the empirical mean w.p. ``≥ 1 − β`` when no user
      was clipped;
-   * *no declared spread* (``radius=None``, OUR CHOICE, not in the paper:
+   * *no declared spread* (``radius=None``, our choice, not in the paper:
      only ``bound`` is known): ``s = 0`` and a second, one-dimensional
      clip-and-noise release gives the mean distance ``D̄`` of the users'
      means to ``c_{t+1}`` (distances clipped to ``[0, r_t]``);
@@ -37,8 +37,9 @@ composition of the planned budgets, whatever the data.
 Above 2^17 users the shrinking steps but the last centre release run on a
 uniformly random subset of :func:`coinpress_step_users` users (drawn
 independently of the data; the last centre and the last release use all
-users): the same loss, those steps ``n/m`` times cheaper (issue 18; OUR
-CHOICE, not in the paper).
+users): the same loss, those steps ``n/m``
+times cheaper (:ref:`papers-random-subset`; our
+choice, not in the paper).
 
 Why the mean distance works without a declared spread: the mean distance of
 points to ``c`` is at least the distance of ``c`` to their mean, so with
@@ -301,7 +302,7 @@ def coinpress_step_users(plan):
     do to about 0.3 % of the spread. With a declared spread ``s``, a ball
     after a step on the subset is widened by
     ``s(1 + √(2 ln(1/β)))/√m`` for the subset's mean. This makes those
-    steps ``n / m`` times cheaper (issue 18). OUR CHOICE, not in the paper.
+    steps ``n / m`` times cheaper (:ref:`papers-random-subset`; not in the paper).
 
     Parameters
     ----------

@@ -1,13 +1,14 @@
 """The concentration radius τ: rules from public assumptions, or a private estimate.
 
-Levy et al. [LSA+21]_ assume τ is known (spec ``levy2021_user_level_learning.md``
-§1.4, §3.4, §3.5, §6.2). τ must never be computed from the private data for
+Levy et al. [LSA+21]_ assume τ is known (docs: :ref:`papers-levy`,
+:ref:`papers-levy-radius`). τ must never be computed from the private data for
 free; skuserdp offers three ways to obtain it:
 
 * **Bounded rows** (Corollary 1). Rows lie in the public box
   ``[-bound, bound]^d`` and every user has at least ``m`` rows
   (``samples_per_user``). The paper's radius ``B√(ln(2n/γ)/(2m))`` is too
-  small (spec [E9]: even one coordinate of ±B coin flips violates it), so
+  small (:ref:`papers-levy-radius`: even one
+  coordinate of ±B coin flips violates it), so
   both calibrations use McDiarmid's inequality: the norm ``‖x̄_u − μ‖`` of a
   mean of m independent rows has bounded differences ``2‖bound‖₂/m`` and
   expectation at most ``‖bound‖₂/√m``, so with ``R = ‖bound‖₂``, every user
@@ -15,7 +16,7 @@ free; skuserdp offers three ways to obtain it:
 * **Sub-Gaussian rows** (Corollary 5). Rows are σ-sub-Gaussian vectors, so
   user means are (σ/√m)-sub-Gaussian. Paper: ``τ = (σ/√m)√(d ln(2n/γ))``;
   tight: Hsu–Kakade–Zhang, ``τ = (σ/√m)√(d + 2√(dt) + 2t)``, ``t = ln(n/γ)``.
-* **Private estimate** (``tau="auto"``; not in the paper, spec §6.2 item 3).
+* **Private estimate** (``tau="auto"``; not in the paper, :ref:`papers-levy-tau-auto`).
   Users are paired by a random permutation drawn independently of the data
   and the ℓ2 distances of the ⌊n/2⌋ pairs are computed. Replacing one user
   changes one pair distance, so every count of pairs below or above a fixed
@@ -137,8 +138,9 @@ def tau_gradients(gradient_bound, smoothness, radius, n_params, samples_per_user
                   n_users, alpha):
     """τ for per-user average gradients, uniformly over the parameter ball.
 
-    Levy et al., Proposition 1, in the explicit form of spec §3.8 (OUR
-    CHOICE; the paper's union bound has a constant slip [E13]): with
+    Levy et al., Proposition 1, in an explicit form (our
+    choice; the paper's union bound slips a constant,
+    :ref:`papers-levy-gradients-radius`): with
     ``σ = G`` (a gradient of norm at most G is G-sub-Gaussian),
     ``Δ = σ/(H√m)``,
 

@@ -1,7 +1,7 @@
 """DiscreteDistributionEstimator: a user-level private distribution over classes.
 
-Esfandiari, Mirrokni and Narayanan [EMN22]_, Corollary 8 (spec
-``emn2021_few_users.md`` §2.7–2.8): every row is one-hot encoded over the
+Esfandiari, Mirrokni and Narayanan [EMN22]_, Corollary 8 (docs:
+:ref:`papers-emn-discrete`): every row is one-hot encoded over the
 public classes (a row outside them is the zero vector, a per-user map), each
 user is reduced to its class frequencies, and their mean — the
 distribution — is estimated by

@@ -11,8 +11,8 @@ The ball sampler and its plans (Algorithms 1, 2 and 4)
 Few users: the ball sampler of Esfandiari, Mirrokni and Narayanan (Alg. 1, 2, 4).
 
 Implements §3.2, Corollary 5 and §4 of "Tight and Robust Private Mean
-Estimation with Few Users" [EMN22]_, spec ``emn2021_few_users.md`` §2.0–2.6,
-§2.11 and §6. The privacy map of the sampler is in
+Estimation with Few Users" [EMN22]_ (docs: :ref:`papers-emn`,
+:ref:`papers-emn-deviations`). The privacy map of the sampler is in
 :mod:`skuserdp.privacy._ball_sampler`.
 
 **Algorithm 1 (DP-Estimate-1).** Every point ``x_i`` (a user mean) owns the
@@ -42,7 +42,8 @@ must not be, tuned on the data.
 **Accuracy** (at least a β fraction of the points within r of an unknown x):
 the output is within ``R + r`` of x except with probability at most
 ``P[G₂] + P[G₁] + P[far] ≤ (1 − q)/((N − 1)q + 1) + (4/δ_a)e^{−ε_a βn}/ρ_LB +
-(1 − β)n e^{−ε_a(2β − 1)n}/ρ_LB`` with ``q = c_acc ρ_LB`` (spec A1–A3).
+(1 − β)n e^{−ε_a(2β − 1)n}/ρ_LB`` with ``q = c_acc ρ_LB``
+(:ref:`papers-emn-feasibility`).
 
 **Algorithm 2 (Corollary 5).** k independent runs (their own random streams;
 the result does not depend on ``n_jobs``) and the coordinate-wise median of
@@ -50,7 +51,7 @@ the non-garbage outputs; per-copy budget from the better of basic and
 advanced composition; k is the smallest with ``P[Bin(k, 1 − β₀) < 0.6k] ≤ α``
 (β₀ the per-copy failure bound). If at least 60 % of the copies are within
 ``R + r`` of x, the median is within ``√(s/(s − k/2))·(R + r)``,
-``s = ⌈0.6k⌉`` (spec §2.0e).
+``s = ⌈0.6k⌉`` (:ref:`papers-emn-median`).
 
 **Algorithm 4 (user level).** Each user is reduced to its mean; with
 ``samples_per_user = m`` public and a per-row radius r
@@ -74,7 +75,7 @@ FewUsersBallEstimator: user-level means from few users (EMN Algorithms 1, 2, 4).
 
 Esfandiari, Mirrokni and Narayanan, "Tight and Robust Private Mean
 Estimation with Few Users" [EMN22]_, §3.2, Corollary 5 and §4 (Theorem 7);
-spec ``emn2021_few_users.md`` §2.2–2.6, §2.11, §6. The sampler, its public
+docs: :ref:`papers-emn`, :ref:`papers-emn-deviations`. The sampler, its public
 plan and the accuracy bounds are in :mod:`skuserdp.mean._few_users`; its
 privacy map in :mod:`skuserdp.privacy._ball_sampler`. This module turns the
 declared public knowledge into the sampler's radius, picks the method, and
@@ -133,7 +134,8 @@ __all__ = [
 
 # Elements (rounds x users x features) of one batch of sampler rounds.
 BATCH_ELEMENTS = 1 << 22
-# Per-copy failure target of Algorithm 2 (spec §2.3 OUR CHOICE: 0.1, not 1/3).
+# Per-copy failure target of Algorithm 2 (our
+# choice: 0.1, not 1/3; docs: papers-emn-median).
 MEDIAN_COPY_ALPHA = 0.1
 # Algorithm 2 never runs more copies than this.
 MAX_COPIES = 99
@@ -175,7 +177,7 @@ def robust_cap(robustness):
 
 @functools.lru_cache(maxsize=1024)
 def ball_intersection_lower_bound(n_points, n_features, ratio):
-    """Lower bound ρ_LB on ``Vol(∩ good balls)/V_B`` (spec §2.2).
+    """Lower bound ρ_LB on ``Vol(∩ good balls)/V_B`` (:ref:`papers-emn-rounds`).
 
     Good points lie within 1 of some x; balls have radius ``c = ratio ≥ 1``.
     ``ρ_LB = max{((c − 1)/c)^d, max_t (s/c)^d (1 − n I_{(1−t/s)/2}(a, a))}``
@@ -373,7 +375,7 @@ def min_users_for_ball_sampler(epsilon, delta, n_features, *, alpha=0.1,
     """Smallest n whose ball-sampler plan meets the failure target α.
 
     The sampler is private for every n; this is the accuracy threshold
-    (spec §2.11, ``n_min``). It barely depends on d.
+    (:ref:`papers-emn-feasibility`). It barely depends on d.
 
     Parameters
     ----------
@@ -1012,7 +1014,7 @@ def few_users_mean(user_means, *, epsilon, delta, radius, samples_per_user=None,
     if samples_per_user is None:
         r, concentration_failure, alpha_item = radius, 0.0, alpha
     else:
-        # Spec §2.5: half of α for the sampler, half for the users'
+        # Half of α for the sampler, half for the users'
         # concentration (Markov + binomial).
         r, concentration_failure = user_radius(radius, samples_per_user, n, robustness)
         alpha_item = alpha / 2.0

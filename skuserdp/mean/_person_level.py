@@ -14,7 +14,7 @@ Person-level means under bounded k-th moments, one dimension (AKMMSU 2024, §3).
 Agarwal, Kamath, Majid, Mouzakis, Silver and Ullman, "Private Mean
 Estimation with Person-Level Differential Privacy" [AKM+24]_, §3.3
 (Algorithm 1, Theorem 3.10), §3.2 (clip-and-noise, Theorem 3.9) and §3.4
-(Theorem 3.14); spec ``akmmsu2024_person_level.md`` §2.1–2.3, §1.7, §6.
+(Theorem 3.14); docs: :ref:`papers-akmmsu`, :ref:`papers-akmmsu-deviations`.
 
 Model: every user (person) has ``m`` i.i.d. samples of a distribution with
 mean μ and k-th central moment ``σ_k ≤ M`` (``moment_bound``); ``|μ| ≤ R``
@@ -58,7 +58,8 @@ Pipeline (pure ε-DP, replace-one user neighbours, n public):
 
 Privacy: the stages see disjoint users chosen independently of the data,
 and every radius, centre and group size is public or an earlier private
-output, so by (adaptive) parallel composition (spec §1.7) the pipeline is
+output, so by (adaptive) parallel composition
+(:ref:`papers-akmmsu-composition`) the pipeline is
 ε-DP (resp. (ε, δ)) when each stage is (``calibration="tight"``).
 ``calibration="paper"`` runs the paper's constants instead: halves of the
 users, ``r = 16M/√m`` and ε/2 per stage with basic composition.
@@ -71,9 +72,9 @@ Pure ε-DP person-level mean in low dimension (AKMMSU 2024, §5, Algorithms 5–
 Agarwal, Kamath, Majid, Mouzakis, Silver and Ullman [AKM+24]_, §5: Lemma
 5.1–5.2 (truncated median of means), Algorithm 5 (binary mean comparison),
 Definition 5.5 (score), Algorithm 6 (test candidate), Algorithm 7 (fine
-estimation) and Algorithm 8 (the estimator); spec
-``akmmsu2024_person_level.md`` §2.8 (with its OUR CHOICE constants) and §7
-item 10.
+estimation) and Algorithm 8 (the estimator); docs:
+:ref:`papers-akmmsu` and, for the reconstructed and chosen constants,
+:ref:`papers-akmmsu-pure`.
 
 **Cost.** Fine estimation compares every candidate ``p`` of a grid ``J``
 (``(⌈9√d⌉ + 1)^d`` points) against every point ``q`` of a local cover
@@ -122,7 +123,7 @@ ThreadedClipNoiseEstimator: person-level means under bounded k-th moments.
 Agarwal, Kamath, Majid, Mouzakis, Silver and Ullman [AKM+24]_: the 1-D pure
 ε-DP estimator (§3, Theorem 3.14) and the (ε, δ) estimator of Algorithm 4
 (coordinate-wise coarse estimation, Threaded Clip-and-Noise, final
-clip-and-noise; §4); spec ``akmmsu2024_person_level.md`` §2.1–2.7. The
+clip-and-noise; §4); docs: :ref:`papers-akmmsu`. The
 algorithms are in :mod:`skuserdp.mean._person_level`; this module is the
 estimator.
 """
@@ -493,7 +494,7 @@ def person_level_mean_1d(values, *, epsilon, bound=None, delta=0.0, moment_order
     if calibration == "paper":
         loss = compose(coarse_loss, fine_loss)
     else:
-        # Disjoint users, split independently of the data (spec §1.7).
+        # Disjoint users, split independently of the data (parallel composition).
         loss = compose_parallel(*losses)
     info = dict(coarse_width=r, coarse_error=u, radius=rho, n_coarse=n_c,
                 n_recenter=n_r, n_fine=fine.size, coarse_center=coarse_center,
@@ -556,7 +557,7 @@ def _coarse_coordinate_budget(epsilon, delta, d):
 
 def coarse_estimate(user_means, *, epsilon, delta, moment_bound, samples_per_user,
                     width_factor=4.0, random_state=None):
-    """(ε, δ)-DP coordinate-wise coarse location (AKMMSU Thm 4.19, spec §2.6).
+    """(ε, δ)-DP coordinate-wise coarse location (AKMMSU Thm 4.19).
 
     Every coordinate runs the stability histogram
     (:func:`~skuserdp.mechanisms.stability_histogram_argmax`) at width
@@ -635,7 +636,7 @@ def coarse_estimate(user_means, *, epsilon, delta, moment_bound, samples_per_use
 
 def tcn_radii(n_features, *, moment_order, moment_bound, samples_per_user,
               max_layers=64):
-    """Clipping radii of the Threaded Clip-and-Noise layers (spec §2.5 OUR CHOICE).
+    """Clipping radii of the Threaded Clip-and-Noise layers (our choice).
 
     ``ρ_floor = M·max(2√(d max(1, ln m)/m), 12√(d/m))`` (twice the coarse
     bound ``γ₀ = 6M√(d/m)``), ``r_t = M d^{1/2 + 1/(2k(k+1)^{t−1})}/m^{1−1/k}``;
@@ -744,10 +745,10 @@ def person_level_mean(user_means, *, epsilon, delta, moment_order=2.0,
     - final: the rest.
     Tight calibration: every stage and layer (and the τ estimate) sees
     disjoint users and spends the full (ε, δ) (adaptive parallel
-    composition, spec §1.7). Paper
+    composition, :ref:`papers-akmmsu-composition`). Paper
     calibration: (ε/2, δ/2) for the coarse step (bucket width ``16M/√m``),
     (ε/4, δ/4) for TCN split over its layers by advanced composition
-    (computed exactly, not the paper's √6 form, spec §1.4), (ε/4, δ/4) for
+    (computed exactly, not the paper's √6 form), (ε/4, δ/4) for
     the final step with the paper's floor ``M√(d/m)`` for ρ*; basic
     composition of the three. The Gaussian noise is the lattice discrete
     Gaussian of :func:`~skuserdp.mean.clip_noise_mean` in both.
@@ -913,7 +914,8 @@ def person_level_mean(user_means, *, epsilon, delta, moment_order=2.0,
                / (math.log(1 / final_delta) ** (1 / (2 * k)) * m ** (1 - 1 / k)))
     # Paper: ρ* ≥ M√(d/m). Tight: M√(d max(1, ln m)/m) (the scale of
     # Cor 4.13's t₁) plus the public noise bound of the TCN centre; the
-    # spec's suggestion ρ_T (≥ 12M√(d/m), sized for the *coarse* centre's
+    # suggestion of a reading of the paper,
+    # ρ_T (≥ 12M√(d/m), sized for the *coarse* centre's
     # error) was measured 4-5× less accurate with many users.
     floor = M * math.sqrt(d * (1.0 if paper else max(1.0, math.log(m))) / m)
     spread_radius = max(floor, balance)
@@ -1109,7 +1111,7 @@ def _axis(half_width, n_points):
 
 def pure_fine_plan(n_users, n_features, *, alpha, epsilon, moment_bound,
                    samples_per_user, moment_order=2.0, beta=0.1, calibration="tight"):
-    """Public parameters of fine estimation (Algorithms 6–7; spec §2.8).
+    """Public parameters of fine estimation (Algorithms 6–7).
 
     Parameters
     ----------
@@ -1127,13 +1129,14 @@ def pure_fine_plan(n_users, n_features, *, alpha, epsilon, moment_bound,
     beta : float, default=0.1
         Failure probability used for κ (paper) and the accuracy check.
     calibration : {"tight", "paper"}, default="tight"
-        ``"paper"``: the spec's constants — ``κ = 2⌈1.6 ln(2|J||J_p|/β)⌉ + 1``
+        ``"paper"``: the paper's (reconstructed)
+        constants — ``κ = 2⌈1.6 ln(2|J||J_p|/β)⌉ + 1``
         groups, ``ρ = max(2M√((k−1) max(1, ln m)/m),
         (2M/m)(16M/((k−1)α′))^{1/(k−1)}, 4α′)``, local cover of half-width
         ``2α′``, ``Score`` capped at n. ``"tight"``: one group (the
         truncated mean, which concentrates by Bernstein because it is
         bounded; this doubles every score), ``ρ = M√((k−1) max(1, ln m)/m) +
-        2α′``, the local cover widened to ``9α′/4`` (spec §2.8 note: the
+        2α′``, the local cover widened to ``9α′/4`` (:ref:`papers-akmmsu-pure`: the
         candidate can be that far from μ in ℓ∞). Both cap ``Score`` at the
         number of users used (a smaller public cap would keep sensitivity 1
         and save work, but flattens the scores near μ: measured 2.7–3.3×
@@ -1755,7 +1758,7 @@ class ThreadedClipNoiseEstimator(UserLevelMeanEstimator):
 
     def _needs_bounds(self):
         # With delta > 0 no route needs a box (the coarse steps can run the
-        # stability histogram on an unbounded grid; spec §6): a declared one
+        # stability histogram on an unbounded grid): a declared one
         # is free and used, but "auto" would spend bounds_share of ε on
         # 2·n_features releases whose worst column sets R for every feature.
         return self.delta == 0 or not (isinstance(self.bounds, str)

@@ -11,7 +11,7 @@ Plan and apply: the release of one winsorized mean
 WinsorizedMean (Levy et al., Algorithms 1 and 2; Theorems 1, 2 and 10).
 
 Implements §3 and Appendix D of "Learning with User-Level Privacy" [LSA+21]_,
-spec ``levy2021_user_level_learning.md`` §3.2–3.6, §6 and §9.
+docs: :ref:`papers-levy`, :ref:`papers-levy-deviations`.
 
 Algorithm (replace-one user neighbours, n users public). Each user u is
 reduced to one vector ``x_u`` (the mean of its rows), clipped to the public
@@ -57,10 +57,12 @@ output, and adaptive composition covers its use.
   ``ε′ = ε/√(8d′ ln(1/δ))`` and the d′ coordinates compose by advanced
   composition (Theorem 2). Corrections, each documented in
   :func:`skuserdp.privacy.advanced_composition_step` or here: the window is
-  ``± 3τ′`` (the printed ``± 2τ′`` can clip a concentrated value, spec [E3]);
+  ``± 3τ′`` (the printed ``± 2τ′`` can clip a
+  concentrated value, :ref:`papers-levy-range`);
   the composed ε is computed numerically — the better of basic and advanced
   composition — and an ε′ that would exceed the target is replaced by the
-  exact split (spec [E6]); δ = 0 with d′ > 1 (not covered by the paper) uses
+  exact split (:ref:`papers-levy-composition`);
+  δ = 0 with d′ > 1 (not covered by the paper) uses
   basic composition, ``ε′ = ε/d′``.
 * ``calibration="tight"`` (default): the rotation bound is Hoeffding's
   ``τ′ = min(τ, τ√(2 ln(2d′n/γ_rot)/d′))`` (each rotated coordinate of a
@@ -87,7 +89,7 @@ output, and adaptive composition covers its use.
     with one noise vector calibrated to the sum's replace-one sensitivity
     (as :func:`~skuserdp.mean.clip_noise_mean`). It is always reliable and
     wins when τ is not much smaller than R or there are too few users for
-    the range step (spec §6.4: ``n ≳ (8/ε) log(B/τ)`` per coordinate).
+    the range step (:ref:`papers-levy-tight`: ``n ≳ (8/ε) log(B/τ)`` per coordinate).
 
   The choice depends on public values only (n, d, R, τ, γ, ε, δ), so it is
   part of the public plan; it never looks at the data.
@@ -102,7 +104,7 @@ WinsorizedMeanEstimator and adaptive queries (Levy et al., Alg. 1–2, Thm 10).
 
 Levy et al., "Learning with User-Level Privacy" [LSA+21]_, §3 (Algorithms 1
 and 2, Theorems 1 and 2, Corollaries 1 and 5) and Appendix D.6 (Theorem 10);
-spec ``levy2021_user_level_learning.md`` §3.2–3.6, §6.2. The algorithm, its
+docs: :ref:`papers-levy`. The algorithm, its
 two calibrations and the privacy proof sketch are in
 :mod:`skuserdp.mean._winsorized`; the rules for τ in
 :mod:`skuserdp.mean._concentration`. This module resolves τ, splits the
@@ -281,7 +283,7 @@ def _coordinate_scale(tau, n_users, n_padded, gamma, calibration):
 
 def _layout(tau_coord, value_range, calibration):
     w = (2.0 if calibration == "paper" else TIGHT_BIN_WIDTH) * tau_coord
-    # Never more bins than float64 can index (spec §6.4): widen the bins.
+    # Never more bins than float64 can index (MAX_BINS): widen the bins.
     w = max(w, 2.0 * value_range / MAX_BINS * (1 + 1e-9))
     n_bins = max(1, math.ceil(2.0 * value_range / w))
     return w, private_range_window(tau_coord, w), n_bins
@@ -359,7 +361,8 @@ def plan_winsorized_mean(n_users, n_features, *, tau, value_range, budget,
     the *box* routes: no range step, clip-and-noise of the per-user vectors
     on the public ball of radius ``value_range`` (Algorithm 1 with a single
     bin). The box wins when τ is not much smaller than the public range or
-    there are too few users for the range step to succeed (spec §6.4); it is
+    there are too few users for the range step
+    to succeed (:ref:`papers-levy-tight`); it is
     always reliable. ``calibration="paper"`` is the paper's plan, whatever
     its failure bound.
 

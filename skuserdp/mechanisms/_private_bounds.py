@@ -1,6 +1,7 @@
-"""Private per-feature bounds at user level, with no public scale (issue 15).
+"""Private per-feature bounds at user level, with no public scale.
 
-Not from the papers: OUR CHOICE, used by every estimator's ``bounds="auto"``.
+Not from the papers (:ref:`papers-private-bounds`),
+used by every estimator's ``bounds="auto"``.
 Each user contributes one value per feature (e.g. its mean), so replacing one
 user changes every count below by at most 1 (replace-one, user level).
 
@@ -50,7 +51,7 @@ step's ``2d·ε₀`` or ``2d·ε₀²/8`` may be used to compose it.
 The costs only need, for every grid point, how many values lie at or below
 it: every value's bin is found in O(1) (:class:`_GridIndex`) and counted,
 in one pass over the users for the medians and one for the spreads (no
-sort; issue 18). The Gumbel noise of all ``2·d`` releases is drawn first,
+sort). The Gumbel noise of all ``2·d`` releases is drawn first,
 in the order median, spread, next column, so the output and the random
 stream are those of releasing the columns one after another.
 """
@@ -75,7 +76,8 @@ __all__ = ["bounds_grid", "private_bounds", "private_quantile",
 #: above this public bound on the probability that the box of some column
 #: fails (a candidate outside the data: the estimate is then garbage, e.g.
 #: 1e32), ``bounds="auto"`` warns; below it, a failure is rarer than one fit
-#: in a thousand (at 0.05, 1-3 fits in 2000 returned garbage with no warning)
+#: in a thousand (at the former 0.05, 1-3 fits in 2000 returned garbage with
+#: no warning)
 BOUNDS_FAILURE_WARN = 1e-3
 #: above this bound, bounds="auto" refuses to fit (ValueError)
 BOUNDS_FAILURE_REFUSE = 0.5
@@ -92,7 +94,7 @@ BOUNDS_SCALE = 4.0
 #: instead of n/4) and the box the median ± FALLBACK_SCALE · spread. A
 #: failed spread release picks a candidate above every distance, up to
 #: 2^256: the box, and the noise of every column, are then garbage. At 0.05
-#: it was the main cause of garbage boxes (issue 26: 3000 users, 5 features,
+#: it was the main cause of garbage boxes (3000 users, 5 features,
 #: epsilon 1: one fit in 1000 returned 1.5e32); at 1e-9 the spread fails
 #: about as rarely as the median release
 FALLBACK_QUANTILE, FALLBACK_SCALE = 0.5, 6.0
@@ -318,7 +320,7 @@ def bounds_sample_size(n_users, release_epsilon):
     of a quantile of 2^17 users (about 0.14 % of the ranks) is far smaller.
     The privacy loss is the same as on all users (no amplification is
     claimed); the box costs two passes over the subset instead of over the
-    whole table (issue 18). OUR CHOICE, not from the papers.
+    whole table. Not from the papers: :ref:`papers-random-subset`.
 
     Parameters
     ----------

@@ -1,12 +1,13 @@
 """PrivateRange: an exact exponential mechanism over every bin of [-B, B].
 
 Implements Algorithm 6 of Levy et al. [LSA+21]_ (Appendix D.1, after the
-approximate median of Feldman and Steinke), spec
-``levy2021_user_level_learning.md`` §3.1, §6.3 and §6.4.
+approximate median of Feldman and Steinke), docs:
+:ref:`papers-levy` and :ref:`papers-levy-range`.
 
 ``[-B, B]`` is cut into ``l = ⌈2B/w⌉`` bins of width ``w`` (the paper's
-``w = 2τ``; the last bin overhangs ``B`` instead of being shortened, spec
-[E2]). Each value falls in a bin (values outside ``[-B, B]`` go to the end
+``w = 2τ``; the last bin overhangs ``B`` instead of being shortened,
+:ref:`papers-levy-range`). Each value falls in
+a bin (values outside ``[-B, B]`` go to the end
 bins). The score of bin ``k`` is ``c(k) = max(#{values in bins < k},
 #{values in bins > k})``; replacing one value changes every ``c(k)`` by at
 most 1, so sampling ``P(k) ∝ exp(-ε c(k)/2)`` is ε-DP (and ε-bounded range,
@@ -20,7 +21,8 @@ log-weight ``log s − εc/2``; a segment is drawn by the Gumbel-max trick in lo
 space and then a uniform bin inside it. Empty bins keep their exact
 probability. Cost O(n log n) per instance, independent of ``l``.
 
-Window (correction of the paper, spec [E3]): every bin of score ``< n`` lies
+Window (correction of the paper,
+:ref:`papers-levy-range`): every bin of score ``< n`` lies
 between the lowest and the highest occupied bin, so if all values lie within
 ``τ`` of a point, all of them lie within ``2τ + w/2`` of ``t``. The paper
 returns ``t ± 2τ`` with ``w = 2τ``, which can cut off a value; this module
@@ -38,7 +40,7 @@ from ..utils._validation import check_positive_scalar
 
 __all__ = ["private_range", "private_range_window"]
 
-# B / w beyond this loses float64 resolution in the bin index (spec §6.4).
+# B / w beyond this loses float64 resolution in the bin index.
 MAX_BINS = 10**12
 
 
@@ -172,7 +174,7 @@ def private_range_window(tau, bin_width=None):
     halfwidth : float
         ``2τ + w/2``: with every value within ``τ`` of a point and a bin of
         score ``< n`` drawn, no value is clipped (``3τ`` at ``w = 2τ``; the
-        paper's ``2τ`` can clip, spec [E3]).
+        paper's ``2τ`` can clip, :ref:`papers-levy-range`).
 
     Examples
     --------

@@ -1,8 +1,8 @@
 """Random Hadamard rotation by an in-place fast Walsh–Hadamard transform.
 
 Implements the rotation ``U = H D / √d′`` of Levy et al. [LSA+21]_,
-Algorithm 2 line 2 and Lemma 2 (spec ``levy2021_user_level_learning.md``
-§3.3, §6.3, §6.4, §6.6): ``D`` is a diagonal of independent random signs and
+Algorithm 2 line 2 and Lemma 2 (docs: :ref:`papers-levy`,
+:ref:`papers-levy-padding`): ``D`` is a diagonal of independent random signs and
 ``H`` the d′ × d′ Sylvester–Hadamard matrix (entries ±1, ``H Hᵀ = d′ I``),
 with d′ = 2^⌈log₂ d⌉; vectors are zero-padded to d′. ``U`` is orthogonal, so
 ``U⁻¹ = Uᵀ = D H / √d′``.

@@ -1,7 +1,7 @@
 """Argmax of a stability-based histogram on an unbounded grid (approximate DP).
 
 The (ε, δ)-DP coarse step of Agarwal et al. [AKM+24]_ (Algorithm 1 with
-δ > 0; Lemma 2.8; spec ``akmmsu2024_person_level.md`` §2.1): values are
+δ > 0; Lemma 2.8; docs: :ref:`papers-akmmsu`): values are
 binned at a public width on the whole real line (bucket ``⌊x/w⌋``, no range
 bound needed), exact discrete Laplace noise is added to the counts of the
 *occupied* buckets only, buckets whose noisy count is below an integer

@@ -1,7 +1,7 @@
 """User-level private model selection.
 
 Levy et al.'s Algorithm 5 ("Learning with User-Level Privacy", NeurIPS 2021,
-Appendix A; spec ``levy2021_user_level_learning.md`` §3.10): private
+Appendix A; :ref:`papers-levy-selection`): private
 selection among K candidates with Liu & Talwar's random stopping, each
 candidate's loss released by the one-dimensional WinsorizedMean at ε/3.
 Pure ε-DP for the uncapped loop; the loop is capped at a cost of a tiny,
@@ -9,7 +9,7 @@ reported δ.
 
 :class:`BudgetedEstimator` charges every fit of an estimator to one
 :class:`~skuserdp.privacy.BudgetAccountant`, and :class:`PrivateGridSearch`
-chooses hyper-parameters privately within one budget (issue 16).
+chooses hyper-parameters privately within one budget.
 """
 
 from ._budgeted import BudgetedEstimator

@@ -1,4 +1,4 @@
-"""Charge every fit of an estimator to one user-level budget (issue 16).
+"""Charge every fit of an estimator to one user-level budget.
 
 :class:`BudgetedEstimator` wraps any skuserdp estimator: each ``fit`` fits a
 clone, charges its recorded privacy loss to a

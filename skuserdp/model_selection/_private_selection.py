@@ -1,8 +1,8 @@
 """Private selection among K candidates (Levy et al., Algorithm 5; Theorem 6).
 
 Levy, Sun, Amin, Kale, Kulesza, Mohri and Suresh, "Learning with User-Level
-Privacy" [LSA+21]_, Appendix A (Algorithm 5, Lemma 1, Theorem 6); spec
-``levy2021_user_level_learning.md`` §3.10, §6.3 and §9 ([E3], [E10], [E16]).
+Privacy" [LSA+21]_, Appendix A (Algorithm 5, Lemma 1, Theorem 6); docs:
+:ref:`papers-levy-selection`.
 
 Algorithm (pure ε-DP before the cap; user-level, replace-one user, n public).
 The input is the ``K × n`` table of per-user losses: entry ``(k, u)`` is the
@@ -134,7 +134,7 @@ class Theorem6Bound(NamedTuple):
         The concentration radius the bound assumes.
     constant : float
         ``c`` in ``c · B/(n√m ε) · log(25K log(5/α)/α²) · √(log(Kn) +
-        log(10/α))`` (8 as printed; 24 after [E16]).
+        log(10/α))`` (8 as printed; 24 corrected).
 
     Examples
     --------
@@ -246,7 +246,7 @@ def private_selection(user_losses, *, epsilon, loss_bound, tau="auto",
         treated as ``loss_bound`` (the worst loss), column by column: a
         per-user step, so it costs no privacy and reveals nothing (no
         warning is raised about it). For losses in ``[-B, B]``, pass
-        ``user_losses + B`` and ``loss_bound=2B`` (spec [E10]).
+        ``user_losses + B`` and ``loss_bound=2B`` (:ref:`papers-levy-selection`).
     epsilon : float
         Total ε of the selection, ``> 0``.
     loss_bound : float
@@ -288,7 +288,8 @@ def private_selection(user_losses, *, epsilon, loss_bound, tau="auto",
         :mod:`skuserdp.mean._winsorized`); both are pure ε/3-DP.
         ``"paper"``: Algorithm 1's equal split of ε/3 between PrivateRange
         and Laplace noise, window ``± 3τ`` (the printed ``± 2τ`` can clip,
-        spec [E3]). ``"tight"``: narrower bins, a range budget sized by its
+        :ref:`papers-levy-range`). ``"tight"``:
+        narrower bins, a range budget sized by its
         accuracy, or no range step at all when a plain clip-and-noise on
         ``[0, B]`` has less noise.
     {random_state}
@@ -424,7 +425,7 @@ def private_selection(user_losses, *, epsilon, loss_bound, tau="auto",
 
 def theorem6_error_bound(n_users, n_candidates, *, samples_per_user, epsilon,
                          loss_bound, alpha=0.1, tau="auto", halfwidth=3.0):
-    """Theorem 6's accuracy bound for Algorithm 5, corrected (spec [E16]).
+    """Theorem 6's accuracy bound for Algorithm 5, corrected.
 
     With probability at least ``1 − α`` (over the users' data and the
     algorithm), the selected candidate's average loss exceeds the best
@@ -443,11 +444,12 @@ def theorem6_error_bound(n_users, n_candidates, *, samples_per_user, epsilon,
     Laplace draws below ``b log(L/α₁)``.
 
     The printed Theorem 6 applies Theorem 1 at ε although every release runs
-    at ε/3 (spec [E16]): with the proof's own window ``h = 2τ`` (Algorithm
+    at ε/3 (:ref:`papers-levy-selection`): with
+    the proof's own window ``h = 2τ`` (Algorithm
     1's ``[μ̂ − 2τ, μ̂ + 2τ]``) and its ``τ = (B/2)√(·/m)``, the constants
     are 24 (not 8) in the bound and 24 (not 8) in the condition on n. This
     implementation widens the window to ``h = 3τ`` (the printed ``± 2τ``
-    can clip a concentrated value, spec [E3]; calibration "paper"), which
+    can clip a concentrated value, :ref:`papers-levy-range`; calibration "paper"), which
     makes the bound's constant 36, and its default τ is Lemma 1's radius
     with the tail constant corrected (``√2`` larger), which makes it
     ``36√2 ≈ 50.9``. The condition on n does not depend on ``h``:
@@ -455,7 +457,7 @@ def theorem6_error_bound(n_users, n_candidates, *, samples_per_user, epsilon,
     ==========  =========  ==============================  ===========
     ``tau``     halfwidth  what                            constant
     ==========  =========  ==============================  ===========
-    "paper"     2.0        printed algorithm, [E16] fix    24
+    "paper"     2.0        printed algorithm, corrected    24
     "paper"     3.0        this window, printed τ          36
     "auto"      3.0        this implementation (default)   36√2
     ==========  =========  ==============================  ===========

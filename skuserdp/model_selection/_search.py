@@ -1,4 +1,4 @@
-"""Private hyper-parameter search over a grid (issue 16, part 2).
+"""Private hyper-parameter search over a grid.
 
 The users are split at random (independently of the data) into training
 users and validation users. Every candidate of the grid is fitted on the

@@ -6,7 +6,7 @@ release charged to it, composes them with
 are composed), and refuses a charge that would exceed its total. Estimators
 are charged through :class:`skuserdp.model_selection.BudgetedEstimator`.
 
-Design (issue 16): the accountant is a *handle*, not a value. diffprivlib
+Design: the accountant is a *handle*, not a value. diffprivlib
 passes a mutable accountant as an estimator parameter, and
 ``sklearn.clone`` deep-copies it, so clones charge copies and the real
 ledger never sees them. Here ``copy.deepcopy`` (hence ``clone``,

@@ -1,7 +1,7 @@
 """Privacy map of the few-users ball sampler (Esfandiari, Mirrokni, Narayanan).
 
-EMN's Algorithm 1 (DP-Estimate-1) [EMN22]_, spec ``emn2021_few_users.md``
-§2.2 item 7 and §2.11. The sampler runs with *internal* parameters
+EMN's Algorithm 1 (DP-Estimate-1) [EMN22]_, docs:
+:ref:`papers-emn-sampler-privacy`. The sampler runs with *internal* parameters
 ``(ε_a, δ_a)``: point weights ``e^{ε_a min(f, βn)}``, a garbage bucket G₁ of
 mass ``(4/δ_a)·V_B``, a common acceptance constant ``c_acc`` and a
 geometric number of rounds with mean ``N``.
@@ -9,7 +9,8 @@ geometric number of rounds with mean ``N``.
 The paper claims (4ε_a, 4δ_a) via Prop 15 (its target distribution π alone
 is (ε_a, δ_a)-DP) and Lemma 18. Prop 15 is too optimistic: under replace-one
 neighbours the normaliser of π moves too, so π alone is only
-``(2ε_a + O(δ_a), O(δ_a))`` (spec erratum [E1]; the exact 1-D computation
+``(2ε_a + O(δ_a), O(δ_a))``
+(:ref:`papers-emn-sampler-privacy`; the exact 1-D computation
 in :mod:`skuserdp.testing` confirms it). The direct analysis of the whole
 output (the G₂ bit and π together) gives, provided
 

@@ -1,4 +1,4 @@
-"""Budget of learning public bounds privately (issue 15).
+"""Budget of learning public bounds privately.
 
 When an estimator is asked for ``bounds="auto"`` it spends a public share of
 its budget on ``n_releases`` exponential-mechanism releases (each ε₀-DP and

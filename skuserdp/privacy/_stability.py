@@ -2,8 +2,9 @@
 
 A histogram over an unbounded set of buckets cannot add noise to every
 bucket. The stability-based histogram (Bun, Nissim and Stemmer; used by
-Agarwal et al. [AKM+24]_, Lemma 2.8, spec ``akmmsu2024_person_level.md``
-§2.1) adds noise only to *occupied* buckets and releases a bucket only if
+Agarwal et al. [AKM+24]_, Lemma 2.8, docs:
+:ref:`papers-akmmsu`) adds noise only to
+*occupied* buckets and releases a bucket only if
 its noisy count exceeds a threshold. Replacing one user moves one unit of
 count from one bucket to another: on the buckets occupied in both datasets
 the count vector has ℓ1 sensitivity 2, so discrete Laplace noise of scale

@@ -1,6 +1,6 @@
 """Exact output law of the few-users ball sampler in one dimension.
 
-Spec ``emn2021_few_users.md`` §2.12. In d = 1 each ball is an interval
+Docs: :ref:`papers-emn-sampler-privacy`. In d = 1 each ball is an interval
 ``[x_i − R, x_i + R]``, so the count f is piecewise constant between the
 sorted breakpoints ``x_i ± R`` and the whole output law of Algorithm 1 —
 two atoms (G₁, G₂) and a piecewise-constant density — is computable exactly.
