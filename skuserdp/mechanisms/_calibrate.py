@@ -61,7 +61,7 @@ def calibrate_noise(budget, sensitivity, *, calibration="tight"):
         budget, ρ for zCDP, and for (ε, δ) with ``calibration="tight"`` a ρ
         whose optimal conversion at δ is at most ε. It falls short of the
         budget by a relative ``2^-20/scale`` (Laplace) or ``1e-12 +
-        2^-20/σ²`` (Gaussian) at most.
+        2^-20/σ²`` (Gaussian) at most, up to float round-off.
 
     Raises
     ------
