@@ -70,8 +70,7 @@ from ..mean._clip_noise import clip_noise_from_plan, plan_clip_noise
 from ..mechanisms._private_bounds import private_quantile
 from ..mechanisms import (
     DiscreteGaussianNoise,
-    calibrate_discrete_gaussian_rho,
-    calibrate_discrete_laplace,
+    calibrate_noise,
     choose_grid,
     exact_sum,
     release_on_lattice,
@@ -380,12 +379,9 @@ def plan_min_eigenvalue(n_users, dim, *, budget, row_bound, clip_radius,
     sensitivity = psd_min_eigenvalue_sensitivity(op_bound + float_slack, dim,
                                                  n_users, grid,
                                                  float_slack=float_slack)
-    if isinstance(budget, ZCDP):
-        noise = calibrate_discrete_gaussian_rho(sensitivity, budget.rho)
-    elif isinstance(budget, PureDP):
-        noise = calibrate_discrete_laplace(sensitivity, budget.epsilon)
-    else:
+    if not isinstance(budget, (ZCDP, PureDP)):
         raise TypeError("budget must be a ZCDP or PureDP loss.")
+    noise = calibrate_noise(budget, sensitivity)
     return MinEigenvaluePlan(int(n_users), int(dim), op_bound, float_slack, grid,
                              sensitivity, noise, noise.privacy(sensitivity))
 

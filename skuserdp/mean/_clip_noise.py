@@ -27,21 +27,9 @@ import numpy as np
 from sklearn.utils._param_validation import Interval, Real
 
 from ..base import BOUNDS_CONSTRAINTS
-from ..mechanisms import (
-    add_noise,
-    calibrate_discrete_gaussian,
-    calibrate_discrete_gaussian_rho,
-    calibrate_discrete_laplace,
-    choose_grid,
-)
+from ..mechanisms import add_noise, calibrate_noise, choose_grid, lattice_sensitivity
 from ..mechanisms._lattice import encode_sum
-from ..privacy import (
-    ZCDP,
-    ApproxDP,
-    PureDP,
-    lattice_contribution_radius,
-    replace_one_sum_sensitivity,
-)
+from ..privacy import ApproxDP, PureDP
 from ..utils._docstrings import fill_doc
 from ..utils._random import make_seed_sequence
 from ..utils._validation import check_center, check_positive_scalar
@@ -218,16 +206,8 @@ def plan_clip_noise(n_users, n_features, *, budget, radius, calibration="tight")
     else:
         norm, ball = "l2", radius
     grid = choose_grid(ball, n_features, n_users, norm)
-    sensitivity = replace_one_sum_sensitivity(
-        lattice_contribution_radius(ball / grid, n_features, norm)
-    )
-    if isinstance(budget, PureDP):
-        noise = calibrate_discrete_laplace(sensitivity, budget.epsilon)
-    elif isinstance(budget, ZCDP):
-        noise = calibrate_discrete_gaussian_rho(sensitivity, budget.rho)
-    else:
-        noise = calibrate_discrete_gaussian(sensitivity, budget.epsilon, budget.delta,
-                                            calibration=calibration)
+    sensitivity = lattice_sensitivity(ball, grid, n_features, norm)
+    noise = calibrate_noise(budget, sensitivity, calibration=calibration)
     return ClipNoisePlan(n_users, n_features, radius, norm, ball, grid, noise,
                          sensitivity, noise.privacy(sensitivity))
 

@@ -95,6 +95,7 @@ from sklearn.utils._param_validation import Integral, Interval, Real, StrOptions
 
 from ..exceptions import AccuracyWarning
 from ..mechanisms import RandomHadamardRotation, padded_dimension
+from ..mechanisms._ball_sampler import run_ball_sampler
 from ..privacy import (
     ApproxDP,
     advanced_composition_step,
@@ -132,15 +133,11 @@ __all__ = [
 # (formerly skuserdp.mean._few_users)
 # ============================================================================
 
-# Elements (rounds x users x features) of one batch of sampler rounds.
-BATCH_ELEMENTS = 1 << 22
 # Per-copy failure target of Algorithm 2 (our
 # choice: 0.1, not 1/3; docs: papers-emn-median).
 MEDIAN_COPY_ALPHA = 0.1
 # Algorithm 2 never runs more copies than this.
 MAX_COPIES = 99
-# Output grid: 2^-GRID_BITS of the ball radius (floating-point hygiene).
-GRID_BITS = 20
 #: Cap on the worst-case expected work of one sampler run, in distance
 #: terms (mean number of rounds N × n_users × n_features; about 1 ns each,
 #: so a few minutes): a plan above it (e.g. from a tiny alpha, N ∝ 1/alpha)
@@ -421,16 +418,6 @@ def min_users_for_ball_sampler(epsilon, delta, n_features, *, alpha=0.1,
     return max(hi, 2)
 
 
-def _uniform_in_balls(centers, radius, rng):
-    n, d = centers.shape
-    z = rng.standard_normal((n, d))
-    norm = np.sqrt(np.einsum("ij,ij->i", z, z))
-    norm[norm == 0] = 1.0
-    u = 1.0 - rng.random(n)  # in (0, 1]
-    scale = radius * np.exp(np.log(u) / d) / norm
-    return centers + z * scale[:, None]
-
-
 def check_sampler_work(plan):
     """Refuse a :class:`BallPlan` whose expected run time is absurd.
 
@@ -461,21 +448,11 @@ def check_sampler_work(plan):
             "(UserMeanEstimator or CoinPressMeanEstimator with bounds).")
 
 
-def _inside_balls(p, X, R):
-    """``inside[b, i] = ‖p_b − X_i‖² ≤ R²``, over blocks of ``X`` (the same
-    einsum per entry as on the whole of ``X``, without a batch × n × d
-    temporary)."""
-    inside = np.empty((p.shape[0], X.shape[0]), dtype=bool)
-    step = max(1, BATCH_ELEMENTS // (8 * p.shape[0] * X.shape[1]))
-    for start in range(0, X.shape[0], step):
-        diff = p[:, None, :] - X[None, start:start + step, :]
-        inside[:, start:start + step] = (np.einsum("bnd,bnd->bn", diff, diff)
-                                         <= R * R)
-    return inside
-
-
 def ball_sampler(points, plan, random_state=None):
     """One run of the ball sampler (EMN Algorithm 1).
+
+    The plan's checks, then the rounds drawn by
+    :func:`skuserdp.mechanisms._ball_sampler.run_ball_sampler`.
 
     Parameters
     ----------
@@ -520,34 +497,10 @@ def ball_sampler(points, plan, random_state=None):
             f"the plan, got {X.shape}."
         )
     check_sampler_work(plan)
-    rng = generator_from(make_seed_sequence(random_state))
-    R, beta_n = plan.ball_radius, plan.cap_fraction * n
-    log_garbage = math.log(4.0 / plan.delta_a)
-    p_garbage = float(special.expit(log_garbage - plan.epsilon_a * beta_n))
-    p_stop = 1.0 / plan.n_rounds
-    batch = int(max(1, min(4096, BATCH_ELEMENTS // (n * d))))
-    rows = np.arange(batch)
-    while True:
-        garbage = rng.random(batch) < p_garbage
-        u_accept = rng.random(batch)
-        u_stop = rng.random(batch)
-        idx = rng.integers(n, size=batch)
-        p = _uniform_in_balls(X[idx], R, rng)
-        inside = _inside_balls(p, X, R)
-        inside[rows, idx] = True  # p was drawn in B_idx: count it
-        f = inside.sum(axis=1).astype(np.float64)
-        log_acc = (np.log(plan.accept * n / f)
-                   + plan.epsilon_a * (np.minimum(f, beta_n) - beta_n))
-        accepted = np.where(garbage, u_accept < plan.accept, u_accept < np.exp(log_acc))
-        done = accepted | (u_stop < p_stop)
-        if done.any():
-            b = int(np.argmax(done))
-            if not accepted[b]:
-                return None, "G2"
-            if garbage[b]:
-                return None, "G1"
-            grid = 2.0 ** (math.floor(math.log2(R)) - GRID_BITS)
-            return np.round(p[b] / grid) * grid, "point"
+    return run_ball_sampler(
+        X, ball_radius=plan.ball_radius, cap_fraction=plan.cap_fraction,
+        accept=plan.accept, epsilon_a=plan.epsilon_a, delta_a=plan.delta_a,
+        n_rounds=plan.n_rounds, rng=generator_from(make_seed_sequence(random_state)))
 
 
 @dataclass(frozen=True)

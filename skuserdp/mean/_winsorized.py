@@ -123,14 +123,13 @@ from sklearn.utils._param_validation import Integral, Interval, Real, StrOptions
 from ..base import BOUNDS_CONSTRAINTS
 from ..exceptions import AccuracyWarning
 from ..mechanisms import (
-    DiscreteGaussianNoise,
     RandomHadamardRotation,
     add_noise,
-    calibrate_discrete_laplace,
+    calibrate_noise,
     choose_grid,
+    lattice_sensitivity,
     padded_dimension,
     private_range_window,
-    round_up_fraction,
 )
 from ..mechanisms._lattice import _shift_and_clip, encode_sum
 from ..mechanisms._private_range import MAX_BINS, sample_bins
@@ -144,11 +143,7 @@ from ..privacy import (
     compose,
     compose_adaptive_queries,
     compose_homogeneous,
-    gaussian_sigma_for_rho,
-    lattice_contribution_radius,
-    linf_ball_l2_radius,
     pure_to_zcdp,
-    replace_one_sum_sensitivity,
     split_off,
     zcdp_remaining,
     zcdp_rho_for,
@@ -297,11 +292,8 @@ def _needed_range_epsilon(n_bins, n_users, n_padded, gamma):
 def _pure_plan(eps_coord, eps_r, base, calibration):
     n, d_pad = base["n_users"], base["n_padded"]
     grid = choose_grid(base["halfwidth"], d_pad, n, "linf")
-    r_units = lattice_contribution_radius(base["halfwidth"] / grid, d_pad, "linf")
-    noise = calibrate_discrete_laplace(
-        replace_one_sum_sensitivity(r_units), eps_coord - eps_r
-    )
-    sens = replace_one_sum_sensitivity(r_units)
+    sens = lattice_sensitivity(base["halfwidth"], grid, d_pad, "linf")
+    noise = calibrate_noise(PureDP(eps_coord - eps_r), sens)
     per_coord = compose(PureDP(eps_r), noise.privacy(sens))
     return dict(base, grid=grid, noise=noise, range_epsilon=eps_r,
                 route="pure" if calibration == "tight" else "paper",
@@ -320,10 +312,9 @@ def _zcdp_plan(rho, base):
     rho_range = ZCDP(d_pad * pure_to_zcdp(eps_r, bounded_range=True).rho)
     rho_noise = zcdp_remaining(rho, rho_range)
     grid = choose_grid(base["halfwidth"], d_pad, n, "linf")
-    r_units = lattice_contribution_radius(base["halfwidth"] / grid, d_pad, "linf")
-    sens = replace_one_sum_sensitivity(linf_ball_l2_radius(r_units, d_pad))
-    sigma = gaussian_sigma_for_rho(sens, rho_noise.rho)
-    noise = DiscreteGaussianNoise(round_up_fraction(sigma * sigma * (1 + 1e-12)))
+    sens = lattice_sensitivity(base["halfwidth"], grid, d_pad, "linf",
+                               sensitivity_norm="l2")
+    noise = calibrate_noise(rho_noise, sens)
     loss = compose(rho_range, noise.privacy(sens))
     return dict(base, grid=grid, noise=noise, range_epsilon=eps_r, route="zcdp",
                 loss=loss)
@@ -337,13 +328,8 @@ def _box_plan(budget, base):
     else:
         norm, ball = "l1", R * math.sqrt(d)  # contains the ℓ2 ball
     grid = choose_grid(ball, d, n, norm)
-    sens = replace_one_sum_sensitivity(
-        lattice_contribution_radius(ball / grid, d, norm))
-    if isinstance(budget, ZCDP):
-        sigma = gaussian_sigma_for_rho(sens, budget.rho)
-        noise = DiscreteGaussianNoise(round_up_fraction(sigma * sigma * (1 + 1e-12)))
-    else:
-        noise = calibrate_discrete_laplace(sens, budget.epsilon)
+    sens = lattice_sensitivity(ball, grid, d, norm)
+    noise = calibrate_noise(budget, sens)
     return dict(base, n_padded=d, tau_coord=R, bin_width=2.0 * R, halfwidth=ball,
                 n_bins=1, range_epsilon=0.0, grid=grid, noise=noise,
                 route="box-zcdp" if isinstance(budget, ZCDP) else "box-pure",

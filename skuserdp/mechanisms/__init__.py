@@ -1,7 +1,11 @@
 """Mechanisms: exact discrete noise, the lattice path and the exponential mechanism.
 
 Privacy *arithmetic* (sensitivities, calibration, composition) lives in
-:mod:`skuserdp.privacy`; this package samples noise and shapes releases.
+:mod:`skuserdp.privacy`; this package samples noise and shapes releases. It is
+the only home of noise: every release chooses its noise by
+:func:`calibrate_noise` (from the budget type and the sensitivity, for a sum of
+lattice contributions :func:`lattice_sensitivity`), and no module outside it
+draws a random value for a release (tests/mechanisms/test_noise_home.py).
 """
 
 from ._additive import (
@@ -13,6 +17,7 @@ from ._additive import (
     calibrate_discrete_laplace,
     release_on_lattice,
 )
+from ._calibrate import calibrate_noise, lattice_sensitivity
 from ._exponential import exponential_mechanism, gumbel_max
 from ._private_bounds import (
     bounds_failure_probability,
@@ -42,6 +47,8 @@ __all__ = [
     "calibrate_discrete_gaussian",
     "calibrate_discrete_gaussian_rho",
     "calibrate_discrete_laplace",
+    "calibrate_noise",
+    "lattice_sensitivity",
     "release_on_lattice",
     "exponential_mechanism",
     "gumbel_max",

@@ -190,8 +190,8 @@ def calibrate_discrete_gaussian(sensitivity, epsilon, delta, *, calibration="tig
             "discrete Gaussian calibration must be 'tight' or 'paper', got "
             f"{calibration!r}."
         )
-    sigma = gaussian_sigma(sensitivity, epsilon, delta, calibration=calibration)
-    return DiscreteGaussianNoise(round_up_fraction(sigma * sigma * (1 + 1e-12)))
+    return _discrete_gaussian(
+        gaussian_sigma(sensitivity, epsilon, delta, calibration=calibration))
 
 
 def calibrate_discrete_gaussian_rho(sensitivity, rho):
@@ -217,7 +217,13 @@ def calibrate_discrete_gaussian_rho(sensitivity, rho):
     >>> round(float(noise.sigma2), 4), noise.privacy(2.0).rho <= 0.5
     (4.0, True)
     """
-    sigma = gaussian_sigma_for_rho(sensitivity, rho)
+    return _discrete_gaussian(gaussian_sigma_for_rho(sensitivity, rho))
+
+
+def _discrete_gaussian(sigma):
+    """The discrete Gaussian of a calibrated σ: σ² with a relative margin of
+    1e-12 for the float round-off of ``sigma * sigma``, then rounded up to a
+    multiple of 2^-20, so its variance parameter is never below σ²."""
     return DiscreteGaussianNoise(round_up_fraction(sigma * sigma * (1 + 1e-12)))
 
 

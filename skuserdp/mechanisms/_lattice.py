@@ -30,7 +30,8 @@ from ..privacy import lattice_contribution_radius
 from ..privacy._sensitivity import _check_norm, _rounding_term
 from ..utils._numeric import TINY_NORM
 
-__all__ = ["choose_grid", "encode_contributions", "exact_sum", "round_to_grid"]
+__all__ = ["choose_grid", "lattice_radius", "encode_contributions", "exact_sum",
+           "round_to_grid"]
 
 _EXACT = 2.0 ** 52
 # Target relative widening of the radius by rounding: 2^-11 (about 0.05 %).
@@ -87,6 +88,40 @@ def choose_grid(radius, dim, n_users, norm="l2"):
     while radius / grid > u_max:
         grid *= 2.0
     return grid
+
+
+def lattice_radius(radius, grid, dim, norm="l2"):
+    """Norm bound, in grid units, of every contribution the lattice encodes.
+
+    A contribution of norm ``<= radius`` divided by the power-of-two ``grid``
+    and rounded to the integer lattice; the widening for the rounding is
+    :func:`skuserdp.privacy.lattice_contribution_radius`. This is the bound
+    :func:`encode_contributions` verifies for every row, and the one noise is
+    calibrated for (:func:`skuserdp.mechanisms.lattice_sensitivity`).
+
+    Parameters
+    ----------
+    radius : float
+        Public norm bound of every centred contribution, in its own units.
+    grid : float
+        Power-of-two grid step (from :func:`choose_grid`).
+    dim : int
+        Number of coordinates.
+    norm : {"l1", "l2", "linf"}, default="l2"
+        Norm of the bound.
+
+    Returns
+    -------
+    radius_units : float
+        ``radius / grid`` plus ``√d/2`` (ℓ2), ``d/2`` (ℓ1) or ``1/2`` (ℓ∞).
+
+    Examples
+    --------
+    >>> from skuserdp.mechanisms._lattice import lattice_radius
+    >>> lattice_radius(1.0, 2.0 ** -10, 4)
+    1025.0
+    """
+    return lattice_contribution_radius(radius / grid, dim, norm)
 
 
 def _check_grid(grid):
@@ -197,7 +232,7 @@ def encode_contributions(values, *, center, radius, grid, norm="l2"):
     -------
     contributions : ndarray of shape (n_users, n_features), dtype int64
         ``round((clip(values) - center) / grid)``. Every row provably has
-        norm ``<= lattice_contribution_radius(radius / grid, n_features, norm)``.
+        norm ``<= lattice_radius(radius, grid, n_features, norm)``.
 
     Examples
     --------
@@ -222,7 +257,7 @@ def _encode(values, center, radius, grid, norm):
     """:func:`encode_contributions` on finite ``values`` (arguments checked)."""
     Y = _clip_centred(values, center, radius, norm) / grid
     K = np.rint(Y).astype(np.int64)
-    bound = lattice_contribution_radius(radius / grid, values.shape[1], norm)
+    bound = lattice_radius(radius, grid, values.shape[1], norm)
     return _shrink_failing_rows(K, bound, norm)
 
 
@@ -302,7 +337,7 @@ def encode_sum(values, *, center, radius, grid, norm="l2", rows=None, shift=None
     center = np.asarray(center, dtype=np.float64)
     radius = float(radius)
     n, d = values.shape if rows is None else (len(rows), values.shape[1])
-    bound = lattice_contribution_radius(radius / grid, d, norm)
+    bound = lattice_radius(radius, grid, d, norm)
     # float64 holds every rounded entry, row norm and partial column sum
     # exactly when they stay below 2^53 (a row failing the check exceeds the
     # bound by float round-off only, hence the margin); multiplying by

@@ -22,12 +22,11 @@ import numpy as np
 from ..privacy import (
     LATTICE_ROUNDING_TAU,
     calibrate_poisson_lattice,
-    lattice_contribution_radius,
     poisson_lattice_sigma2,
 )
 from ..utils._random import generator_from, make_seed_sequence
 from ._additive import DiscreteGaussianNoise, add_noise
-from ._lattice import choose_grid, encode_sum
+from ._lattice import choose_grid, encode_sum, lattice_radius
 from ._samplers import round_up_fraction
 
 __all__ = ["PoissonSumPlan", "plan_poisson_sum", "poisson_sum_from_plan"]
@@ -133,7 +132,7 @@ def plan_poisson_sum(n_users, n_features, *, epsilon, delta, sampling_rate, n_st
         raise ValueError(f"radius must be a finite number > 0, got {radius!r}.")
     q = float(sampling_rate)
     grid = choose_grid(radius, n_features, n_users, "l2")
-    r = lattice_contribution_radius(radius / grid, n_features, "l2")
+    r = lattice_radius(radius, grid, n_features, "l2")
     tau = LATTICE_ROUNDING_TAU
     multiplier, loss = calibrate_poisson_lattice(epsilon, delta, q, n_steps,
                                                  n_params=n_features, tau=tau)

@@ -20,7 +20,8 @@ average loss of candidate ``k`` on user ``u``'s rows, a function of user
   total order on outputs, as Liu & Talwar's argument needs).
 
 The stopping time and the ``J_t`` are drawn from their own random stream,
-independently of the data, so the number of iterations is public. Privacy
+independently of the data, so the number of iterations is public
+(:func:`skuserdp.mechanisms._random_stopping.random_stopping_schedule`). Privacy
 (Liu & Talwar [LT19]_, Theorem 3.2): an ε/3-DP base mechanism gives an ε-DP
 selection. The loop is capped at ``L_max`` runs, which costs
 ``δ = (1 + e^ε)(1 − γ)^L_max`` (:func:`skuserdp.privacy.random_stopping_privacy`);
@@ -38,6 +39,7 @@ from sklearn.utils.validation import _num_samples, check_is_fitted
 
 from ..exceptions import AccuracyWarning, ItemLevelPrivacyWarning
 from ..mean import WinsorizedPlan, plan_winsorized_mean, winsorized_mean_from_plan
+from ..mechanisms._random_stopping import random_stopping_schedule
 from ..privacy import (
     ApproxDP,
     PureDP,
@@ -405,13 +407,10 @@ def private_selection(user_losses, *, epsilon, loss_bound, tau="auto",
         columns = [np.ascontiguousarray(row - center).reshape(-1, 1) for row in L]
 
         control_seed, release_seed = make_seed_sequence(random_state).spawn(2)
-        rng = generator_from(control_seed)
-        n_iterations = int(rng.geometric(gamma))
-        if max_iter is not None:
-            n_iterations = min(n_iterations, max_iter)
+        n_iterations, drawn = random_stopping_schedule(
+            gamma, n_candidates, generator_from(control_seed), max_iter=max_iter)
         best = (math.inf, n_candidates)
-        for _ in range(n_iterations):
-            j = int(rng.integers(n_candidates))
+        for j in drawn:
             (seed,) = release_seed.spawn(1)
             v = winsorized_mean_from_plan(columns[j], plan, random_state=seed)
             best = min(best, (float(v[0]) + center, j))

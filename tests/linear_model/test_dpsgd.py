@@ -723,25 +723,13 @@ def _too_little_noise(monkeypatch, factor):
     """Every clip-and-noise release gets noise ``factor`` times too small
     (its plan still claims the target budget)."""
     import skuserdp.mean._clip_noise as cn
-    from skuserdp.mechanisms import DiscreteLaplaceNoise
+    import skuserdp.mean._winsorized as wz  # the winsorized aggregator's release
 
-    def gauss(real):
-        return lambda *a, **k: DiscreteGaussianNoise(real(*a, **k).sigma2 / factor ** 2)
-
-    def lap(real):
-        return lambda *a, **k: DiscreteLaplaceNoise(real(*a, **k).scale / factor)
-
-    for name in ("calibrate_discrete_gaussian", "calibrate_discrete_gaussian_rho"):
-        monkeypatch.setattr(cn, name, gauss(getattr(cn, name)))
-    monkeypatch.setattr(cn, "calibrate_discrete_laplace",
-                        lap(cn.calibrate_discrete_laplace))
-    # the winsorized aggregator's release
-    import skuserdp.mean._winsorized as wz
-    sigma = wz.gaussian_sigma_for_rho
-    monkeypatch.setattr(wz, "gaussian_sigma_for_rho",
-                        lambda *a, **k: sigma(*a, **k) / factor)
-    monkeypatch.setattr(wz, "calibrate_discrete_laplace",
-                        lap(wz.calibrate_discrete_laplace))
+    # the noise of a ``factor`` times smaller sensitivity
+    for module in (cn, wz):
+        real = module.calibrate_noise
+        monkeypatch.setattr(module, "calibrate_noise", lambda budget, sens, real=real,
+                            **kw: real(budget, sens / factor, **kw))
 
 
 # One step on the regressor pair: the released gradient moves by its full

@@ -11,8 +11,13 @@ import skuserdp.mean._clip_noise as cn
 from skuserdp.datasets import make_user_samples
 from skuserdp.exceptions import ItemLevelPrivacyWarning, YIgnoredWarning
 from skuserdp.mean import ClipNoiseMeanEstimator, clip_noise_mean
-from skuserdp.mechanisms import DiscreteGaussianNoise, DiscreteLaplaceNoise
-from skuserdp.privacy import PureDP, ZCDP, zcdp_to_approx_dp
+from skuserdp.mechanisms import calibrate_discrete_gaussian, calibrate_discrete_laplace
+from skuserdp.privacy import (
+    PureDP,
+    ZCDP,
+    lattice_contribution_radius,
+    zcdp_to_approx_dp,
+)
 from skuserdp.testing import audit_estimator, worst_case_mean_neighbours
 from skuserdp.users import user_means
 
@@ -75,13 +80,13 @@ def test_error_matches_the_calibrated_noise(delta):
                           "l2" if delta else "l1")
     norm = "l2" if delta else "l1"
     ball = 1.0 if delta else math.sqrt(d)
-    sens = 2 * cn.lattice_contribution_radius(ball / grid, d, norm)
+    sens = 2 * lattice_contribution_radius(ball / grid, d, norm)
     if delta:
-        noise = cn.calibrate_discrete_gaussian(sens, 1.0, delta)
+        noise = calibrate_discrete_gaussian(sens, 1.0, delta)
         expected_var = float(noise.sigma2) * (grid / n_users) ** 2
         tol = 6 * math.sqrt(2 / errors.size)
     else:
-        noise = cn.calibrate_discrete_laplace(sens, 1.0)
+        noise = calibrate_discrete_laplace(sens, 1.0)
         expected_var = noise.std ** 2 * (grid / n_users) ** 2
         tol = 6 * math.sqrt(5 / errors.size)
     assert abs(errors.var() / expected_var - 1) < tol
@@ -187,17 +192,11 @@ def test_score_is_negative_squared_error_to_user_mean():
 
 # -------------------------------------------------------------- audits
 def _broken(monkeypatch, factor):
-    """Make the estimator release noise `factor` times too small."""
-    real_g, real_l = cn.calibrate_discrete_gaussian, cn.calibrate_discrete_laplace
-
-    def gauss(*args, **kwargs):
-        return DiscreteGaussianNoise(real_g(*args, **kwargs).sigma2 / factor ** 2)
-
-    def lap(*args, **kwargs):
-        return DiscreteLaplaceNoise(real_l(*args, **kwargs).scale / factor)
-
-    monkeypatch.setattr(cn, "calibrate_discrete_gaussian", gauss)
-    monkeypatch.setattr(cn, "calibrate_discrete_laplace", lap)
+    """Make the estimator release noise `factor` times too small (the noise
+    of a `factor` times smaller sensitivity)."""
+    real = cn.calibrate_noise
+    monkeypatch.setattr(cn, "calibrate_noise",
+                        lambda budget, sens, **kw: real(budget, sens / factor, **kw))
 
 
 # Run counts: the audit uses half the runs to pick an event and half to

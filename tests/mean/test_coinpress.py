@@ -19,7 +19,6 @@ import skuserdp.mean._clip_noise as cn
 import skuserdp.mean._coinpress as cp
 from skuserdp.mean import (CoinPressMeanEstimator, UserMeanEstimator, coinpress_mean,
                            plan_coinpress)
-from skuserdp.mechanisms import DiscreteGaussianNoise
 from skuserdp.privacy import ZCDP, compose, zcdp_rho_for
 from skuserdp.testing import audit_estimator, worst_case_mean_neighbours
 
@@ -294,13 +293,11 @@ def test_bad_parameters_give_clear_errors(params, match):
 
 # -------------------------------------------------------------------- audits
 def _broken(monkeypatch, factor):
-    """Make every release's noise ``factor`` times too small."""
-    real = cn.calibrate_discrete_gaussian_rho
-
-    def gauss(*args, **kwargs):
-        return DiscreteGaussianNoise(real(*args, **kwargs).sigma2 / factor ** 2)
-
-    monkeypatch.setattr(cn, "calibrate_discrete_gaussian_rho", gauss)
+    """Make every release's noise ``factor`` times too small (the noise of a
+    ``factor`` times smaller sensitivity)."""
+    real = cn.calibrate_noise
+    monkeypatch.setattr(cn, "calibrate_noise",
+                        lambda budget, sens, **kw: real(budget, sens / factor, **kw))
 
 
 def test_audit_passes_correct_and_flags_broken_d1(monkeypatch):

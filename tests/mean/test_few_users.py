@@ -22,10 +22,10 @@ import pytest
 from scipy import special, stats
 
 import skuserdp.mean._few_users as fu
+import skuserdp.mechanisms._ball_sampler as bs
 from skuserdp.exceptions import AccuracyWarning
 from skuserdp.mean import FewUsersBallEstimator, few_users_mean
 from skuserdp.mean._few_users import (
-    _uniform_in_balls,
     ball_intersection_lower_bound,
     ball_sampler,
     interpolated_balls,
@@ -71,7 +71,7 @@ def _binom_two_sided(k, n, p):
 @pytest.fixture
 def one_round_batches(monkeypatch):
     """Run the sampler one round per batch (same law; lets us count rounds)."""
-    monkeypatch.setattr(fu, "BATCH_ELEMENTS", 1)
+    monkeypatch.setattr(bs, "BATCH_ELEMENTS", 1)
 
 
 class _CountingRng:
@@ -104,7 +104,7 @@ def test_uniform_in_balls_radius_and_isotropy(d):
     rng = np.random.default_rng(d)
     n, R = 4000, 2.5
     centers = rng.normal(scale=10.0, size=(n, d))
-    v = _uniform_in_balls(centers, R, rng) - centers
+    v = bs._uniform_in_balls(centers, R, rng) - centers
     rad = np.linalg.norm(v, axis=1) / R
     assert np.all(rad <= 1 + 1e-12) and np.all(rad > 0)
     # (|p - c|/R)^d ~ U(0, 1) for a uniform point in the ball (KS test).
@@ -1053,7 +1053,7 @@ def _audit_batches(monkeypatch, n, d, batch=128):
     pairs (cProfile: the distances of the batch), ~1.2 and ~3 ms with
     64-256 candidates per round. The audits run with n_jobs=1: worker
     processes would not see the patched constant."""
-    monkeypatch.setattr(fu, "BATCH_ELEMENTS", batch * n * d)
+    monkeypatch.setattr(bs, "BATCH_ELEMENTS", batch * n * d)
 
 
 @pytest.mark.parametrize("n,d", [(10, 2), (70, 2), (70, 1)])
@@ -1102,7 +1102,7 @@ def test_audit_flags_the_sampler_without_its_garbage_bucket(d, monkeypatch):
     est = FewUsersBallEstimator(epsilon=1.0, delta=1e-6, radius=1.0, method="ball",
                                 fallback=fallback)
     with monkeypatch.context() as broken:
-        broken.setattr(fu, "special", _NoGarbageSpecial("special"))
+        broken.setattr(bs, "special", _NoGarbageSpecial("special"))
         res = audit_estimator(est, X, Xp, groups=g, groups_prime=g, n_runs=600,
                               random_state=0, n_jobs=1)
     assert res.violation, str(res)
@@ -1169,11 +1169,11 @@ def test_inside_balls_is_computed_as_on_the_whole_table(monkeypatch):
     # users (issue 18): the same squared distances, hence the same counts
     rng = np.random.default_rng(0)
     for block in [1, 300, 1 << 22]:
-        monkeypatch.setattr(fu, "BATCH_ELEMENTS", block)
+        monkeypatch.setattr(bs, "BATCH_ELEMENTS", block)
         for n, d, b in [(1, 3, 1), (777, 16, 2), (2000, 64, 1)]:
             X = rng.standard_normal((n, d))
             p = X[rng.integers(n, size=b)] + rng.standard_normal((b, d))
             diff = p[:, None, :] - X[None, :, :]
             sq = np.einsum("bnd,bnd->bn", diff, diff)
             R = float(np.sqrt(np.median(sq)))
-            np.testing.assert_array_equal(fu._inside_balls(p, X, R), sq <= R * R)
+            np.testing.assert_array_equal(bs._inside_balls(p, X, R), sq <= R * R)

@@ -27,7 +27,7 @@ from skuserdp.mean._concentration import (
     tau_bounded_rows,
     tau_grid,
 )
-from skuserdp.mechanisms import DiscreteLaplaceNoise, calibrate_discrete_laplace
+from skuserdp.mechanisms import calibrate_discrete_laplace
 from skuserdp.privacy import (
     ZCDP,
     ApproxDP,
@@ -679,12 +679,7 @@ def test_audit_flags_a_broken_winsorized_mean(monkeypatch):
     # window pair (PrivateRange adds 0.5). With 1000 evaluation runs the
     # Clopper-Pearson bounds on a tail event of probability ~e^-1 vs ~e^-5
     # stay apart by far more than e^1.
-    real = wz.calibrate_discrete_laplace
-
-    def lap(*args, **kwargs):
-        return DiscreteLaplaceNoise(real(*args, **kwargs).scale / 8)
-
-    monkeypatch.setattr(wz, "calibrate_discrete_laplace", lap)
+    _noise_too_small(monkeypatch, 8.0)
     X, g, Xp, gp, tau = _window_pair("paper")
     est = WinsorizedMeanEstimator(epsilon=1.0, delta=0.0, tau=tau, bounds=(-1.0, 1.0),
                                   calibration="paper")
@@ -694,12 +689,11 @@ def test_audit_flags_a_broken_winsorized_mean(monkeypatch):
 
 
 def _noise_too_small(monkeypatch, factor):
-    """Both noise calibrations of the winsorized release ``factor`` x too small."""
-    lap, sigma = wz.calibrate_discrete_laplace, wz.gaussian_sigma_for_rho
-    monkeypatch.setattr(wz, "calibrate_discrete_laplace", lambda *a, **k:
-                        DiscreteLaplaceNoise(lap(*a, **k).scale / factor))
-    monkeypatch.setattr(wz, "gaussian_sigma_for_rho",
-                        lambda *a, **k: sigma(*a, **k) / factor)
+    """The winsorized release's noise (every route) ``factor`` x too small:
+    the noise of a ``factor`` x smaller sensitivity."""
+    real = wz.calibrate_noise
+    monkeypatch.setattr(wz, "calibrate_noise",
+                        lambda budget, sens: real(budget, sens / factor))
 
 
 @pytest.mark.slow
