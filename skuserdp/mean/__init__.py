@@ -15,7 +15,15 @@ from ._coinpress import (
     plan_coinpress,
 )
 from ._discrete import DiscreteDistributionEstimator
-from ._few_users import FewUsersBallEstimator, few_users_mean
+from ._few_users import (
+    FewUsersBallEstimator,
+    FewUsersPlan,
+    few_users_from_plan,
+    few_users_mean,
+    min_users_for_ball_sampler,
+    plan_few_users,
+    user_radius,
+)
 from ._person_level import ThreadedClipNoiseEstimator
 from ._winsorized import (
     WinsorizedMeanEstimator,
@@ -41,6 +49,11 @@ __all__ = [
     "clip_noise_from_plan",
     "ClipNoisePlan",
     "few_users_mean",
+    "plan_few_users",
+    "few_users_from_plan",
+    "FewUsersPlan",
+    "user_radius",
+    "min_users_for_ball_sampler",
     "winsorized_mean",
     "answer_adaptive_queries",
     "WinsorizedPlan",
