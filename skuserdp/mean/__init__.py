@@ -24,7 +24,15 @@ from ._few_users import (
     plan_few_users,
     user_radius,
 )
-from ._person_level import ThreadedClipNoiseEstimator
+from ._person_level import (
+    PersonLevelPlan,
+    ThreadedClipNoiseEstimator,
+    person_level_from_plan,
+    person_level_mean,
+    person_level_mean_1d,
+    person_level_mean_pure,
+    plan_person_level,
+)
 from ._winsorized import (
     WinsorizedMeanEstimator,
     WinsorizedPlan,
@@ -43,6 +51,12 @@ __all__ = [
     "FewUsersBallEstimator",
     "DiscreteDistributionEstimator",
     "ThreadedClipNoiseEstimator",
+    "plan_person_level",
+    "person_level_from_plan",
+    "PersonLevelPlan",
+    "person_level_mean",
+    "person_level_mean_1d",
+    "person_level_mean_pure",
     "CoinPressMeanEstimator",
     "clip_noise_mean",
     "plan_clip_noise",
