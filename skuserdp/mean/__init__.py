@@ -11,9 +11,11 @@ from ._clip_noise import (
 from ._coinpress import (
     CoinPressMeanEstimator,
     CoinPressPlan,
+    auto_steps,
     coinpress_mean,
     plan_coinpress,
 )
+from ._concentration import tau_bounded_rows, tau_sub_gaussian
 from ._discrete import DiscreteDistributionEstimator
 from ._few_users import (
     FewUsersBallEstimator,
@@ -76,4 +78,7 @@ __all__ = [
     "coinpress_mean",
     "plan_coinpress",
     "CoinPressPlan",
+    "auto_steps",
+    "tau_bounded_rows",
+    "tau_sub_gaussian",
 ]

@@ -37,6 +37,7 @@ __all__ = [
     "zcdp_delta",
     "zcdp_rho_for",
     "rdp_curve_epsilon",
+    "report_spend",
 ]
 
 # Search range for log(α - 1); α from 1 + 1e-8 to 1 + 1e8 covers every
@@ -382,7 +383,7 @@ def report_spend(loss, delta):
     Examples
     --------
     >>> from skuserdp.privacy import PureDP
-    >>> from skuserdp.privacy._conversion import report_spend
+    >>> from skuserdp.privacy import report_spend
     >>> report_spend(PureDP(1.0), 0.0)
     (1.0, 0.0, 0.5)
     """
