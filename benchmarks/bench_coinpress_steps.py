@@ -43,8 +43,7 @@ from pathlib import Path
 
 import numpy as np
 
-from skuserdp.mean import CoinPressMeanEstimator
-from skuserdp.mean._coinpress import auto_steps
+from skuserdp.mean import CoinPressMeanEstimator, auto_steps
 
 from _results import write_results
 

@@ -96,19 +96,14 @@ from skuserdp.exceptions import AccuracyWarning
 from skuserdp.mean import (
     clip_noise_mean,
     few_users_mean,
+    min_users_for_ball_sampler,
+    plan_few_users,
     plan_winsorized_mean,
+    tau_sub_gaussian,
+    user_radius,
     winsorized_mean,
 )
-from skuserdp.mean._concentration import tau_sub_gaussian
-from skuserdp.mean._few_users import (
-    min_users_for_ball_sampler,
-    plan_ball_sampler,
-    plan_interpolation,
-    plan_median_of_balls,
-)
-from skuserdp.mean._few_users import user_radius
-from skuserdp.privacy import ApproxDP
-from skuserdp.privacy._conversion import report_spend
+from skuserdp.privacy import ApproxDP, report_spend
 
 # bench_user_means.py and bench_winsorized.py sit next to this script (on
 # sys.path when run as a file)
@@ -323,10 +318,10 @@ def run_few_users(args):
                 fb = fu_info["failure_probability"]
                 p_value, cp_lo, cp_hi = binomial_check(fu_failures, reps, fb)
                 r_user, _ = user_radius(r, m, n, c["robustness"])
-                pkw = dict(radius=r_user, epsilon=eps, delta=delta, alpha=c["alpha"],
-                           robustness=c["robustness"])
-                ball_plan = plan_ball_sampler(n, d, **pkw)
-                median_plan = plan_median_of_balls(n, d, **pkw)
+                pkw = dict(radius=r_user, budget=ApproxDP(eps, delta),
+                           alpha=c["alpha"], robustness=c["robustness"])
+                ball_plan = plan_few_users(n, d, method="ball", **pkw).method_plan
+                median_plan = plan_few_users(n, d, method="median", **pkw).method_plan
                 base = {"part": "few_users", "n_users": n, "n_features": d,
                         "epsilon": eps, "delta": delta, "reps": reps}
                 fu_row = {**base, "case": "few_users",
@@ -615,9 +610,10 @@ def run_needed(args):
                         n_min = min_users_for_ball_sampler(
                             eps, delta, d, alpha=alpha,
                             robustness=COMMON["robustness"], calibration=calibration)
-                        plan = plan_ball_sampler(n_min, d, radius=1.0, epsilon=eps,
-                                                 delta=delta, alpha=alpha,
-                                                 calibration=calibration)
+                        plan = plan_few_users(
+                            n_min, d, budget=ApproxDP(eps, delta), radius=1.0,
+                            alpha=alpha, method="ball",
+                            calibration=calibration).method_plan
                         row[f"n_min_d{d}"] = n_min
                         row[f"ratio_d{d}"] = n_min / n_lb
                         row[f"epsilon_a_d{d}"] = plan.epsilon_a
@@ -669,13 +665,13 @@ def run_timing(args):
     r = c["row_sd"] * math.sqrt(d)
     r_user, _ = user_radius(r, m, n, c["robustness"])
     mu, datasets = timing_data(args)
-    kw = dict(radius=r_user, epsilon=eps, delta=delta, alpha=c["alpha"],
+    kw = dict(radius=r_user, budget=ApproxDP(eps, delta), alpha=c["alpha"],
               robustness=c["robustness"])
-    ball = plan_ball_sampler(n, d, **kw)
-    median = plan_median_of_balls(n, d, **kw)
+    ball = plan_few_users(n, d, method="ball", **kw).method_plan
+    median = plan_few_users(n, d, method="median", **kw).method_plan
     t = time.perf_counter()
     for _ in range(5):
-        plan_interpolation(n, d, **kw)  # what "auto" plans here (Alg. 1 meets alpha)
+        plan_few_users(n, d, **kw)  # what "auto" plans here (Alg. 1 meets alpha)
     plan_time = (time.perf_counter() - t) / 5
     facts = {"ball_n_rounds": ball.n_rounds, "ball_rho_lb": ball.rho,
              "ball_accept": ball.accept,
@@ -867,7 +863,7 @@ def format_timing(rows, facts):
             f"| {r['time_mean_over_concentrated']:.3g} "
             f"| {r['garbage']}/{r['calls']} "
             f"| {_g(r['err_median'])} ({r['error_bound']:.3g}) |")
-    lines.append(f"\nplanning alone (plan_interpolation, what auto plans here): "
+    lines.append(f"\nplanning alone (plan_few_users, what auto plans here): "
                  f"{facts['planning_time_s'] * 1e3:.1f} ms per call")
     return "\n".join(lines)
 

@@ -38,8 +38,12 @@ from pathlib import Path
 
 import numpy as np
 
-from skuserdp.mean import clip_noise_mean, winsorized_mean
-from skuserdp.mean._person_level import person_level_mean, person_level_mean_1d
+from skuserdp.mean import (
+    clip_noise_mean,
+    person_level_mean,
+    person_level_mean_1d,
+    winsorized_mean,
+)
 
 # Siblings (on sys.path when run as a file)
 from _results import write_results

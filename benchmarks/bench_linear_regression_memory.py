@@ -114,7 +114,7 @@ def _dense_fit(est, X, y, groups):
 
     from skuserdp.linear_model._base import user_averaging_matrix
     from skuserdp.linear_model._linear_regression import _unpack, _vech_layout
-    from skuserdp.mean._clip_noise import clip_noise_from_plan, plan_clip_noise
+    from skuserdp.mean import clip_noise_from_plan, plan_clip_noise
     from skuserdp.privacy import ApproxDP
     from skuserdp.users import check_groups
 
@@ -195,7 +195,7 @@ def child(spec):
 def _stages(est, X, y, groups, repeats):
     """Median time of each stage of ``fit`` (private helpers, same calls)."""
     from skuserdp.linear_model._linear_regression import min_eigenvalue_from_plan
-    from skuserdp.mean._clip_noise import clip_noise_from_plan
+    from skuserdp.mean import clip_noise_from_plan
 
     Xv, yv, codes, n_users = est._validate_supervised(X, y, groups)
     yc = np.clip(yv, -1.0, 1.0)  # targets in box units

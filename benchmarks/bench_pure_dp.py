@@ -32,9 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from skuserdp.exceptions import AccuracyWarning
-from skuserdp.mean import clip_noise_mean
-from skuserdp.mean._person_level import person_level_mean_1d
-from skuserdp.mean._person_level import person_level_mean_pure
+from skuserdp.mean import clip_noise_mean, person_level_mean_1d, person_level_mean_pure
 
 from _results import write_results
 from bench_heavy_tails import directional_m4, draw_user_means, public_radii

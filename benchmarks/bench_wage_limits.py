@@ -97,14 +97,15 @@ def user_codes(groups):
 
 
 def per_user_means(V, codes, n_users):
-    from skuserdp.users._aggregate import _means_by_code
-    return _means_by_code(np.ascontiguousarray(V, dtype=np.float64), codes,
-                          n_users)[0]
+    from skuserdp.users import user_means
+    means = user_means(np.ascontiguousarray(V, dtype=np.float64), codes).means
+    assert means.shape[0] == n_users
+    return means
 
 
 def floor_rows(name, F, y, y_raw, codes, n_users, seed):
     """The model floor of part 1 for the features ``F``."""
-    from skuserdp.privacy._conversion import zcdp_rho_for
+    from skuserdp.privacy import zcdp_rho_for
     Fa = np.hstack([F, np.ones((F.shape[0], 1))])
     p = Fa.shape[1]
     A = per_user_means(np.einsum("ij,ik->ijk", Fa, Fa).reshape(len(Fa), -1),
@@ -161,7 +162,7 @@ def private_moments(X, codes, n_users, rho, seed):
 def dpgd_rep(data, codes, n_users, eps, share, seed):
     """One fit of part 2; ``share=None`` standardises with the true moments."""
     from skuserdp.linear_model import UserDPSGDRegressor
-    from skuserdp.privacy._conversion import zcdp_rho_for, zcdp_to_approx_dp
+    from skuserdp.privacy import zcdp_rho_for, zcdp_to_approx_dp
     X, y, y_raw, groups = data["X"], data["y"], data["y_raw"], data["groups"]
     rho = zcdp_rho_for(eps, DELTA)
     seeds = np.random.SeedSequence(seed).generate_state(2)

@@ -62,9 +62,9 @@ from skuserdp.mean import (
     WinsorizedMeanEstimator,
     clip_noise_mean,
     plan_winsorized_mean,
+    tau_bounded_rows,
     winsorized_mean,
 )
-from skuserdp.mean._concentration import tau_bounded_rows
 from skuserdp.mechanisms import calibrate_discrete_gaussian, choose_grid
 from skuserdp.privacy import (
     ApproxDP,

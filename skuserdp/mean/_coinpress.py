@@ -69,7 +69,7 @@ from ._base import UserLevelMeanEstimator
 from ._clip_noise import clip_noise_from_plan, plan_clip_noise
 
 __all__ = ["CoinPressPlan", "plan_coinpress", "coinpress_mean",
-           "coinpress_step_users", "CoinPressMeanEstimator"]
+           "coinpress_step_users", "auto_steps", "CoinPressMeanEstimator"]
 
 #: largest number of centre releases: each is a pass over the users at a
 #: 1/n_steps share of the budget (CoinPress needs about log of the box's
@@ -101,9 +101,22 @@ def auto_steps(bounds, lower, upper):
     function of the released box: post-processing); otherwise
     :data:`DECLARED_BOX_STEPS` (8).
 
+    Parameters
+    ----------
+    bounds : "auto" or tuple
+        The estimator's ``bounds`` parameter: ``"auto"`` when the box is
+        learned privately.
+    lower, upper : array-like of shape (n_features,)
+        The box used (declared, or released by the bounds step).
+
+    Returns
+    -------
+    n_steps : int
+        The number of centre releases for :func:`plan_coinpress`.
+
     Examples
     --------
-    >>> from skuserdp.mean._coinpress import auto_steps
+    >>> from skuserdp.mean import auto_steps
     >>> auto_steps("auto", [-3.0, -1.0], [5.0, 2.0]), auto_steps("auto", [1.0], [9.0])
     (3, 8)
     >>> auto_steps((-10.0, 10.0), [-10.0], [10.0])

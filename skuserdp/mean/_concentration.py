@@ -66,6 +66,11 @@ TAU_UPPER_STEPS = 8
 def tau_bounded_rows(value_range, samples_per_user, n_users, gamma):
     """τ for user means of ``m`` rows of ℓ2 norm at most ``value_range``.
 
+    The public concentration radius τ of :func:`plan_winsorized_mean` (and
+    of ``WinsorizedMeanEstimator(tau="bounded")``): with probability at
+    least 1 − γ every user's mean lies within τ of the population mean. A
+    function of public values only.
+
     Parameters
     ----------
     value_range : float
@@ -84,7 +89,7 @@ def tau_bounded_rows(value_range, samples_per_user, n_users, gamma):
 
     Examples
     --------
-    >>> from skuserdp.mean._concentration import tau_bounded_rows
+    >>> from skuserdp.mean import tau_bounded_rows
     >>> round(tau_bounded_rows(1.0, 100, 1000, 0.01), 4)
     0.5799
     """
@@ -96,6 +101,11 @@ def tau_bounded_rows(value_range, samples_per_user, n_users, gamma):
 def tau_sub_gaussian(sigma, samples_per_user, n_features, n_users, gamma, *,
                      calibration="tight"):
     """τ for user means of ``m`` σ-sub-Gaussian rows in ``d`` dimensions.
+
+    The public concentration radius τ of :func:`plan_winsorized_mean` (and
+    of ``WinsorizedMeanEstimator(tau="sub_gaussian")``): with
+    probability at least 1 − γ every user's mean lies within τ of the
+    population mean. A function of public values only.
 
     Parameters
     ----------
@@ -120,7 +130,7 @@ def tau_sub_gaussian(sigma, samples_per_user, n_features, n_users, gamma, *,
 
     Examples
     --------
-    >>> from skuserdp.mean._concentration import tau_sub_gaussian
+    >>> from skuserdp.mean import tau_sub_gaussian
     >>> round(tau_sub_gaussian(1.0, 100, 64, 1000, 0.01), 3)
     1.189
     >>> round(tau_sub_gaussian(1.0, 100, 64, 1000, 0.01, calibration="paper"), 3)

@@ -78,8 +78,10 @@ Estimation with Few Users" [EMN22]_, §3.2, Corollary 5 and §4 (Theorem 7);
 docs: :ref:`papers-emn`, :ref:`papers-emn-deviations`. The sampler, its public
 plan and the accuracy bounds are in :mod:`skuserdp.mean._few_users`; its
 privacy map in :mod:`skuserdp.privacy._ball_sampler`. This module turns the
-declared public knowledge into the sampler's radius, picks the method, and
-wraps it as a function and an estimator.
+declared public knowledge into the sampler's radius and picks the method
+(:func:`plan_few_users`, public values only), runs it
+(:func:`few_users_from_plan`), and wraps both as a function and an
+estimator.
 """
 
 
@@ -124,6 +126,9 @@ __all__ = [
     "interpolated_balls",
     "few_users_mean",
     "user_radius",
+    "FewUsersPlan",
+    "plan_few_users",
+    "few_users_from_plan",
     "FewUsersBallEstimator",
 ]
 
@@ -369,31 +374,37 @@ def plan_ball_sampler(n_users, n_features, *, radius, epsilon, delta, alpha=0.1,
 
 def min_users_for_ball_sampler(epsilon, delta, n_features, *, alpha=0.1,
                                robustness=0.25, calibration="tight"):
-    """Smallest n whose ball-sampler plan meets the failure target α.
+    """Smallest number of users whose ball-sampler plan meets the failure target α.
 
     The sampler is private for every n; this is the accuracy threshold
-    (:ref:`papers-emn-feasibility`). It barely depends on d.
+    (:ref:`papers-emn-feasibility`) of Algorithm 1, i.e. of
+    :func:`plan_few_users` with ``method="ball"`` and no
+    ``samples_per_user``. It barely depends on d. A function of public
+    values only.
 
     Parameters
     ----------
     epsilon, delta : float
-        Target guarantee.
+        Target user-level guarantee (neighbours replace one user's data; the
+        number of users is public), ``delta`` in ``(0, 1)``.
     n_features : int
         Dimension d.
     alpha : float, default=0.1
         Required ``failure_bound``.
     robustness : float, default=0.25
-        κ.
+        κ, the fraction of users an adversary may replace, in ``(0, 1/2)``.
     calibration : {"tight", "paper"}, default="tight"
-        As in :func:`plan_ball_sampler`.
+        As in :func:`plan_few_users`.
 
     Returns
     -------
     n_min : int
+        The least number of users (at least 2) whose planned failure bound
+        is at most ``alpha``.
 
     Examples
     --------
-    >>> from skuserdp.mean._few_users import min_users_for_ball_sampler
+    >>> from skuserdp.mean import min_users_for_ball_sampler
     >>> min_users_for_ball_sampler(1.0, 1e-5, 100, alpha=0.05)
     102
     """
@@ -813,12 +824,14 @@ AUTO_MAX_ROUNDS = 1e5
 
 
 def user_radius(radius, samples_per_user, n_users, robustness=0.25):
-    """Radius of the user means and the probability that too few are inside.
+    """Compute the radius of the user means and the chance that too few are inside.
 
-    With ``m`` rows per user and ``E‖X − μ‖² ≤ r²`` per row (rows of one
-    user may be correlated, but ``E⟨X_j − μ, X_k − μ⟩ ≤ r²/m``), a user mean
-    is within ``r′ = t·r/√m`` of μ except with probability ``2/t²`` (Markov).
-    The algorithm needs a β fraction of all users within ``r′`` after the
+    The public step of :func:`plan_few_users` with ``samples_per_user``
+    (EMN Algorithm 4); a function of public values only. With ``m`` rows
+    per user and ``E‖X − μ‖² ≤ r²`` per row (rows of one user may be
+    correlated, but ``E⟨X_j − μ, X_k − μ⟩ ≤ r²/m``), a user mean is within
+    ``r′ = t·r/√m`` of μ except with probability ``2/t²`` (Markov). The
+    algorithm needs a β fraction of all users within ``r′`` after the
     adversary replaced a κ fraction, i.e. a ``1 − η`` fraction before.
 
     Parameters
@@ -830,7 +843,8 @@ def user_radius(radius, samples_per_user, n_users, robustness=0.25):
     n_users : int
         Number of users n.
     robustness : float, default=0.25
-        κ (see :func:`skuserdp.mean._few_users.robust_cap`).
+        κ, the fraction of users an adversary may replace, in ``(0, 1/2)``;
+        it sets the Markov factor ``t = max(10, 2/√η)``, ``η = (1 − 2κ)/6``.
 
     Returns
     -------
@@ -841,7 +855,7 @@ def user_radius(radius, samples_per_user, n_users, robustness=0.25):
 
     Examples
     --------
-    >>> from skuserdp.mean._few_users import user_radius
+    >>> from skuserdp.mean import user_radius
     >>> r, fail = user_radius(1.0, 10_000, 104)
     >>> r, bool(fail < 0.01)
     (0.1, True)
@@ -882,10 +896,238 @@ def _plans(n, d, r, epsilon, delta, alpha, robustness, calibration, method):
     return "ball", ball
 
 
+@dataclass(frozen=True)
+class FewUsersPlan:
+    """Every public quantity of one few-users release (EMN Algorithms 1–4).
+
+    Computed by :func:`plan_few_users` from public values only (n, d, the
+    budget, the radius and the method's knobs), never from the data: the
+    method, its rounds, copies or blocks, the error and failure bounds and
+    the privacy loss are the same for every dataset of the public shape.
+    The loss is user-level: two datasets are neighbours when the data of
+    one user are replaced (the number of users is public).
+
+    Parameters
+    ----------
+    n_users, n_features : int
+        Public shape of the per-user vectors.
+    method : {"ball", "median", "interpolate"}
+        The algorithm run: Algorithm 1 (one ball-sampler run), 2 (the median
+        of independent runs) or 3 (one run per block of a random rotation).
+    radius : float
+        ``r′``: the radius around an unknown point promised to hold a β
+        fraction of the user means (with ``samples_per_user``, ``t·r/√m``
+        from the per-row radius r, see :func:`user_radius`).
+    concentration_failure : float
+        Bound on the probability that too few user means lie within
+        ``radius`` (0 without ``samples_per_user``).
+    method_plan : BallPlan, MedianPlan or InterpolationPlan
+        The public plan of ``method``: rounds, acceptance constant and
+        internal budget of the sampler; copies or blocks.
+    error_bound : float
+        Public radius: unless the release fails, the estimate is within it
+        of the population mean (of the unknown point).
+    failure_bound : float
+        Bound on the probability of a larger error or of a garbage bucket,
+        ``concentration_failure`` included.
+    loss : ApproxDP
+        The user-level privacy loss of the release.
+
+    Examples
+    --------
+    >>> from skuserdp.mean import plan_few_users
+    >>> from skuserdp.privacy import ApproxDP
+    >>> plan = plan_few_users(200, 10, budget=ApproxDP(1.0, 1e-6), radius=1.0,
+    ...                       method="ball")
+    >>> plan.method, plan.error_bound == 10 ** 0.5 + 1, plan.loss.epsilon <= 1.0
+    ('ball', True, True)
+    """
+
+    n_users: int
+    n_features: int
+    method: str
+    radius: float
+    concentration_failure: float
+    method_plan: object
+    error_bound: float
+    failure_bound: float
+    loss: ApproxDP
+
+
+def plan_few_users(n_users, n_features, *, budget, radius, samples_per_user=None,
+                   alpha=0.1, robustness=0.25, method="auto", calibration="tight"):
+    """Plan a few-users release (EMN) from public values only.
+
+    Chooses the algorithm as :class:`FewUsersBallEstimator`'s ``method``
+    does and fixes every public quantity of its run; the private step is
+    :func:`few_users_from_plan`. Privacy holds for every plan (the number of
+    rounds, copies and blocks never depends on the data); ``alpha`` and
+    ``radius`` set accuracy and run time only.
+
+    Parameters
+    ----------
+    n_users : int
+        Number of users n (public under replace-one neighbours), ``>= 2``.
+    n_features : int
+        Dimension d, ``>= 1``.
+    budget : ApproxDP
+        Target user-level guarantee (ε, δ), with δ in ``(0, 1)``: the
+        garbage bucket of the sampler has mass ``4/δ``, so the method has no
+        pure-DP form.
+    radius : float
+        Public radius: per row if ``samples_per_user`` is given (``E‖X −
+        μ‖² ≤ r²``), else of the user means (a β fraction within it of an
+        unknown point). Never estimate it from the data.
+    samples_per_user : int, default=None
+        Public minimum number of rows per user m.
+    alpha : float, default=0.1
+        Target failure probability (with ``samples_per_user``, half of it
+        is planned for the sampler, the users' concentration failure is
+        added to the plan's ``failure_bound``).
+    robustness : float, default=0.25
+        κ: fraction of users an adversary may replace, in ``(0, 1/2)``.
+    method : {"auto", "ball", "median", "interpolate"}, default="auto"
+        Algorithm 1, 2 or 3; ``"auto"``: Algorithm 3 with ``k > 1`` blocks
+        if its error bound is smaller and it meets α, else Algorithm 1,
+        unless that needs more than ``AUTO_MAX_ROUNDS`` (1e5) rounds (then
+        Algorithm 2).
+    calibration : {"tight", "paper"}, default="tight"
+        ``"tight"``: the exact privacy map of the sampler and a number of
+        rounds from a rigorous volume bound; ``"paper"``: ``ε_a = ε/4`` and
+        the paper's number of rounds.
+
+    Returns
+    -------
+    plan : FewUsersPlan
+        The chosen method, its public plan, error and failure bounds and
+        privacy loss.
+
+    Examples
+    --------
+    >>> from skuserdp.mean import plan_few_users
+    >>> from skuserdp.privacy import ApproxDP
+    >>> plan = plan_few_users(5000, 64, budget=ApproxDP(1.0, 1e-6), radius=1.0)
+    >>> plan.method, plan.error_bound, plan.failure_bound <= 0.1
+    ('ball', 9.0, True)
+
+    With many users in high dimension, Algorithm 3 has the smaller error
+    bound:
+
+    >>> plan = plan_few_users(20000, 1024, budget=ApproxDP(1.0, 1e-6), radius=1.0)
+    >>> plan.method, plan.method_plan.n_blocks_side, round(plan.error_bound, 1)
+    ('interpolate', 16, 19.2)
+    """
+    if method not in ("auto", "ball", "median", "interpolate"):
+        raise ValueError(
+            "method must be 'auto', 'ball', 'median' or 'interpolate', got "
+            f"{method!r}."
+        )
+    if not isinstance(budget, ApproxDP):
+        raise TypeError(
+            f"budget must be an ApproxDP loss (epsilon, delta > 0), got {budget!r}.")
+    epsilon, delta = budget.epsilon, budget.delta
+    if not 0 < delta < 1:
+        raise ValueError(
+            f"the few-users estimator needs delta in (0, 1), got {delta!r}: its "
+            "garbage bucket has mass 4/delta."
+        )
+    n, d = int(n_users), int(n_features)
+    radius = check_positive_scalar(radius, "radius")
+    if samples_per_user is None:
+        r, concentration_failure, alpha_item = radius, 0.0, alpha
+    else:
+        # Spec §2.5: half of α for the sampler, half for the users'
+        # concentration (Markov + binomial).
+        r, concentration_failure = user_radius(radius, samples_per_user, n, robustness)
+        alpha_item = alpha / 2.0
+        if not math.isfinite(r):
+            raise ValueError(
+                f"radius={radius:.3g} is too large: the users' radius 10·radius/"
+                "√samples_per_user exceeds the float64 range (about 1.8e308). "
+                "Rescale the data (and the radius).")
+    name, inner = _plans(n, d, r, epsilon, delta, alpha_item, robustness, calibration,
+                         method)
+    return FewUsersPlan(
+        n_users=n, n_features=d, method=name, radius=r,
+        concentration_failure=concentration_failure, method_plan=inner,
+        error_bound=inner.error_bound,
+        failure_bound=min(1.0, inner.failure_bound + concentration_failure),
+        loss=inner.loss)
+
+
+def few_users_from_plan(user_means, plan, *, random_state=None, n_jobs=None):
+    """Run a planned few-users release on per-user vectors (EMN).
+
+    Parameters
+    ----------
+    user_means : array-like of shape (n_users, n_features)
+        One vector per user; the shape must match the plan. Not modified.
+        Non-finite rows are replaced by the origin (a per-user map: that
+        user becomes an outlier).
+    plan : FewUsersPlan
+        From :func:`plan_few_users`.
+    random_state : int, RandomState, SeedSequence or None, default=None
+        Source of randomness.
+    n_jobs : int, default=None
+        Workers over the copies of Algorithm 2 or the blocks of Algorithm 3;
+        results do not depend on it.
+
+    Returns
+    -------
+    location : ndarray of shape (n_features,) or None
+        The estimate, ``plan.loss``-DP at user level (replace-one user, the
+        number of users public), or None when the mechanism released a
+        garbage bucket.
+    n_garbage : int
+        Number of runs (copies, blocks) that released a garbage bucket (a
+        private output, part of the release).
+
+    Notes
+    -----
+    The run time depends on the data (few rounds on concentrated data, about
+    the plan's mean number of rounds on spread data); pad it if the
+    adversary can observe it.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skuserdp.mean import few_users_from_plan, plan_few_users
+    >>> from skuserdp.privacy import ApproxDP
+    >>> U = np.random.default_rng(0).normal(50.0, 0.01, size=(200, 5))
+    >>> plan = plan_few_users(200, 5, budget=ApproxDP(1.0, 1e-6), radius=0.1)
+    >>> loc, n_garbage = few_users_from_plan(U, plan, random_state=0)
+    >>> n_garbage, bool(np.linalg.norm(loc - 50.0) <= plan.error_bound)
+    (0, True)
+    """
+    U = np.ascontiguousarray(user_means, dtype=np.float64)
+    if U.shape != (plan.n_users, plan.n_features):
+        raise ValueError(
+            f"user_means must have shape ({plan.n_users}, {plan.n_features}) to "
+            f"match the plan, got {U.shape}."
+        )
+    bad = ~np.isfinite(U).all(axis=1)
+    if bad.any():  # a per-user map, on a copy
+        U = U.copy()
+        U[bad] = 0.0
+    if plan.method == "ball":
+        location, _ = ball_sampler(U, plan.method_plan, random_state=random_state)
+        return location, int(location is None)
+    if plan.method == "interpolate":
+        return interpolated_balls(U, plan.method_plan, random_state=random_state,
+                                  n_jobs=n_jobs)
+    return median_of_balls(U, plan.method_plan, random_state=random_state,
+                           n_jobs=n_jobs)
+
+
 def few_users_mean(user_means, *, epsilon, delta, radius, samples_per_user=None,
                    alpha=0.1, robustness=0.25, method="auto", calibration="tight",
                    random_state=None, n_jobs=None):
     """Estimate the location of per-user vectors from few users (EMN).
+
+    :func:`plan_few_users` (public values only) followed by
+    :func:`few_users_from_plan`, in one call. The guarantee is user-level:
+    neighbouring datasets differ in the data of one user (replace-one, the
+    number of users public).
 
     Parameters
     ----------
@@ -948,48 +1190,17 @@ def few_users_mean(user_means, *, epsilon, delta, radius, samples_per_user=None,
     >>> bool(np.linalg.norm(loc - 50.0) <= info["error_bound"])
     True
     """
-    if method not in ("auto", "ball", "median", "interpolate"):
-        raise ValueError(
-            "method must be 'auto', 'ball', 'median' or 'interpolate', got "
-            f"{method!r}."
-        )
-    U = np.array(user_means, dtype=np.float64)  # a copy: rows may be sanitised
+    U = np.asarray(user_means, dtype=np.float64)
     if U.ndim != 2:
         raise ValueError(f"user_means must be 2-d, got shape {U.shape}.")
-    if not 0 < delta < 1:
-        raise ValueError(
-            f"the few-users estimator needs delta in (0, 1), got {delta!r}: its "
-            "garbage bucket has mass 4/delta."
-        )
-    U[~np.isfinite(U).all(axis=1)] = 0.0
-    n, d = U.shape
-    radius = check_positive_scalar(radius, "radius")
-    if samples_per_user is None:
-        r, concentration_failure, alpha_item = radius, 0.0, alpha
-    else:
-        # Half of α for the sampler, half for the users'
-        # concentration (Markov + binomial).
-        r, concentration_failure = user_radius(radius, samples_per_user, n, robustness)
-        alpha_item = alpha / 2.0
-        if not math.isfinite(r):
-            raise ValueError(
-                f"radius={radius:.3g} is too large: the users' radius 10·radius/"
-                "√samples_per_user exceeds the float64 range (about 1.8e308). "
-                "Rescale the data (and the radius).")
-    name, plan = _plans(n, d, r, epsilon, delta, alpha_item, robustness, calibration,
-                        method)
-    if name == "ball":
-        location, _ = ball_sampler(U, plan, random_state=random_state)
-        n_garbage = int(location is None)
-    elif name == "interpolate":
-        location, n_garbage = interpolated_balls(U, plan, random_state=random_state,
-                                                 n_jobs=n_jobs)
-    else:
-        location, n_garbage = median_of_balls(U, plan, random_state=random_state,
+    plan = plan_few_users(U.shape[0], U.shape[1], budget=ApproxDP(epsilon, delta),
+                          radius=radius, samples_per_user=samples_per_user,
+                          alpha=alpha, robustness=robustness, method=method,
+                          calibration=calibration)
+    location, n_garbage = few_users_from_plan(U, plan, random_state=random_state,
                                               n_jobs=n_jobs)
-    failure = min(1.0, plan.failure_bound + concentration_failure)
-    info = dict(method=name, error_bound=plan.error_bound,
-                failure_probability=failure, n_garbage=n_garbage)
+    info = dict(method=plan.method, error_bound=plan.error_bound,
+                failure_probability=plan.failure_bound, n_garbage=n_garbage)
     return location, plan.loss, info
 
 
@@ -1168,17 +1379,18 @@ class FewUsersBallEstimator(UserLevelMeanEstimator):
                 "(a physical limit, a codebook range), never read off the data. "
                 "Without one, use UserMeanEstimator (it learns a box privately).")
         fallback = check_center(self.fallback, U.shape[1], name="fallback")
-        location, loss, info = few_users_mean(
-            U, epsilon=budget.epsilon, delta=budget.delta, radius=self.radius,
-            samples_per_user=self.samples_per_user, alpha=self.alpha,
-            robustness=self.robustness, method=self.method,
-            calibration=self.calibration, random_state=budget.random_state,
-            n_jobs=self.n_jobs,
-        )
+        plan = plan_few_users(
+            U.shape[0], U.shape[1], budget=ApproxDP(budget.epsilon, budget.delta),
+            radius=self.radius, samples_per_user=self.samples_per_user,
+            alpha=self.alpha, robustness=self.robustness, method=self.method,
+            calibration=self.calibration)
+        location, _ = few_users_from_plan(U, plan, random_state=budget.random_state,
+                                          n_jobs=self.n_jobs)
+        loss = plan.loss
         self.garbage_ = location is None
-        self.error_bound_ = info["error_bound"]
-        self.failure_probability_ = info["failure_probability"]
-        self.method_ = info["method"]
+        self.error_bound_ = plan.error_bound
+        self.failure_probability_ = plan.failure_bound
+        self.method_ = plan.method
         if self.failure_probability_ > self.alpha:
             warnings.warn(
                 f"{type(self).__name__}: with {U.shape[0]} users the accuracy "

@@ -123,14 +123,17 @@ ThreadedClipNoiseEstimator: person-level means under bounded k-th moments.
 Agarwal, Kamath, Majid, Mouzakis, Silver and Ullman [AKM+24]_: the 1-D pure
 ε-DP estimator (§3, Theorem 3.14) and the (ε, δ) estimator of Algorithm 4
 (coordinate-wise coarse estimation, Threaded Clip-and-Noise, final
-clip-and-noise; §4); docs: :ref:`papers-akmmsu`. The
-algorithms are in :mod:`skuserdp.mean._person_level`; this module is the
-estimator.
+clip-and-noise; §4); docs: :ref:`papers-akmmsu`. Every
+route (the 1-D pipeline per feature, Algorithm 4, Algorithm 8) is planned
+from public values only by :func:`plan_person_level` and run by
+:func:`person_level_from_plan`; the function cores and the estimator go
+through them.
 """
 
 
 import math
 import warnings
+from dataclasses import dataclass
 
 import numpy as np
 from joblib import Parallel, delayed
@@ -146,6 +149,7 @@ from ..mechanisms import (
 )
 from ..mechanisms._private_range import MAX_BINS
 from ..privacy import (
+    ApproxDP,
     PureDP,
     advanced_composition_step,
     compose,
@@ -156,9 +160,9 @@ from ..privacy import (
 )
 from ..utils._docstrings import fill_doc
 from ..utils._random import generator_from, make_seed_sequence
-from ..utils._validation import check_positive_scalar, feature_labels
+from ..utils._validation import check_center, check_positive_scalar, feature_labels
 from ._base import UserLevelMeanEstimator
-from ._clip_noise import _clip_noise_mean, clip_noise_mean
+from ._clip_noise import _clip_noise_mean, clip_noise_mean, plan_clip_noise
 from ._concentration import private_tau, private_tau_min_users
 
 __all__ = [
@@ -177,6 +181,9 @@ __all__ = [
     "candidate_scores",
     "fine_estimate",
     "person_level_mean_pure",
+    "PersonLevelPlan",
+    "plan_person_level",
+    "person_level_from_plan",
     "ThreadedClipNoiseEstimator",
 ]
 
@@ -362,6 +369,11 @@ def person_level_mean_1d(values, *, epsilon, bound=None, delta=0.0, moment_order
                          random_state=None):
     """Person-level mean of one feature under bounded k-th moments (§3).
 
+    The one-dimensional pipeline of :func:`plan_person_level`'s
+    ``"per_feature"`` route on one column, seeded by ``random_state``
+    itself. The guarantee is user-level: neighbouring datasets differ in the
+    data of one user (replace-one, the number of users public).
+
     Pure ε-DP with ``delta=0`` (the coarse step searches ``[−R, R]``);
     with ``delta > 0`` the coarse step is the stability histogram on an
     unbounded grid (:func:`~skuserdp.mechanisms.stability_histogram_argmax`,
@@ -411,7 +423,7 @@ def person_level_mean_1d(values, *, epsilon, bound=None, delta=0.0, moment_order
     Examples
     --------
     >>> import numpy as np
-    >>> from skuserdp.mean._person_level import person_level_mean_1d
+    >>> from skuserdp.mean import person_level_mean_1d
     >>> rng = np.random.default_rng(0)
     >>> S = 3.0 + rng.standard_t(5, size=(4000, 20)).mean(axis=1)
     >>> mean, loss, info = person_level_mean_1d(
@@ -421,14 +433,34 @@ def person_level_mean_1d(values, *, epsilon, bound=None, delta=0.0, moment_order
     (3.0, 1.0)
     """
     S = np.asarray(values, dtype=np.float64).ravel()
-    n = S.size
+    plan = plan_person_level(
+        S.size, 1, budget=_budget(epsilon, delta), moment_bound=moment_bound,
+        samples_per_user=samples_per_user, moment_order=moment_order, bound=bound,
+        method="per_feature", beta=beta, coarse_fraction=coarse_fraction,
+        calibration=calibration)
+    _check_finite(S, "values")
+    return _run_1d(S, plan.stages, random_state)
+
+
+def _budget(epsilon, delta):
+    """The budget of a function core's (ε, δ): pure when δ = 0."""
+    return PureDP(epsilon) if delta == 0 else ApproxDP(epsilon, delta)
+
+
+def _check_finite(values, name):
+    if not np.isfinite(values).all():
+        raise ValueError(f"{name} must be finite.")
+
+
+def _plan_1d(n, epsilon, delta, *, bound, moment_order, moment_bound,
+             samples_per_user, beta, coarse_fraction, calibration):
+    """Checked public stages of the 1-D pipeline at (ε, δ) (one feature)."""
     if n < 2:
         raise ValueError("the person-level estimator needs at least 2 users.")
-    if not np.isfinite(S).all():
-        raise ValueError("values must be finite.")
     epsilon = check_positive_scalar(epsilon, "epsilon")
     if not 0 <= delta < 1:
         raise ValueError(f"delta must be in [0, 1), got {delta!r}.")
+    R = None
     if delta == 0:
         if bound is None:
             raise ValueError("delta=0 needs a public bound R on |mean|.")
@@ -439,21 +471,35 @@ def person_level_mean_1d(values, *, epsilon, bound=None, delta=0.0, moment_order
     m = int(samples_per_user)
     if m < 1:
         raise ValueError(f"samples_per_user must be >= 1, got {samples_per_user!r}.")
-    if calibration not in ("tight", "paper"):
-        raise ValueError(
-            f"calibration must be 'tight' or 'paper', got {calibration!r}."
-        )
+    _check_calibration(calibration)
     if calibration == "tight" and not 0 < coarse_fraction < 1:
         raise ValueError(
             f"coarse_fraction must be in (0, 1), got {coarse_fraction!r}."
         )
-    plan = plan_person_level_1d(n, epsilon, delta=delta, bound=bound,
-                                moment_order=moment_order, moment_bound=M,
-                                samples_per_user=m, beta=beta,
-                                coarse_fraction=coarse_fraction,
-                                calibration=calibration)
-    n_c, n_r, r, u = plan["n_coarse"], plan["n_recenter"], plan["width"], plan["u"]
-    stage_eps = plan["stage_epsilon"]
+    stages = plan_person_level_1d(n, epsilon, delta=delta, bound=bound,
+                                  moment_order=moment_order, moment_bound=M,
+                                  samples_per_user=m, beta=beta,
+                                  coarse_fraction=coarse_fraction,
+                                  calibration=calibration)
+    stages.update(delta=delta, bound=R, calibration=calibration)
+    return stages
+
+
+def _check_calibration(calibration):
+    if calibration not in ("tight", "paper"):
+        raise ValueError(
+            f"calibration must be 'tight' or 'paper', got {calibration!r}."
+        )
+
+
+def _run_1d(S, stages, random_state):
+    """The 1-D pipeline on the finite values ``S`` with the public ``stages``
+    of :func:`_plan_1d`."""
+    n = S.size
+    n_c, n_r = stages["n_coarse"], stages["n_recenter"]
+    r, u = stages["width"], stages["u"]
+    stage_eps, delta = stages["stage_epsilon"], stages["delta"]
+    calibration = stages["calibration"]
     split_seed, coarse_seed, fine_seed, recenter_seed = (
         make_seed_sequence(random_state).spawn(4))
     order = generator_from(split_seed).permutation(n)  # independent of the data
@@ -461,7 +507,8 @@ def person_level_mean_1d(values, *, epsilon, bound=None, delta=0.0, moment_order
     recenter = S[order[n_c:n_c + n_r]]
     fine = S[order[n_c + n_r:]]
     if delta == 0:
-        lower, upper = private_range(coarse, stage_eps, tau=r, bound=R + 2.0 * r,
+        lower, upper = private_range(coarse, stage_eps, tau=r,
+                                     bound=stages["bound"] + 2.0 * r,
                                      bin_width=r, random_state=coarse_seed)
         center = 0.5 * (lower + upper)
         coarse_loss = PureDP(stage_eps)
@@ -474,7 +521,7 @@ def person_level_mean_1d(values, *, epsilon, bound=None, delta=0.0, moment_order
             warnings.warn(
                 "the coarse step released no bucket; the centre falls back to 0 "
                 "(a public default). Privacy is unaffected; use more users or a "
-                "larger epsilon or delta.", AccuracyWarning, stacklevel=2)
+                "larger epsilon or delta.", AccuracyWarning, stacklevel=3)
             center = 0.0
     coarse_center, losses = center, [coarse_loss]
     if n_r > 0:
@@ -482,11 +529,11 @@ def person_level_mean_1d(values, *, epsilon, bound=None, delta=0.0, moment_order
         # own users; its public 95 % error bound replaces u in the final
         # radius.
         c, recenter_loss = clip_noise_mean(recenter[:, None], epsilon=stage_eps,
-                                           delta=0.0, radius=plan["recenter_radius"],
+                                           delta=0.0, radius=stages["recenter_radius"],
                                            center=center, random_state=recenter_seed)
         center = float(c[0])
         losses.append(recenter_loss)
-    rho = plan["radius"]
+    rho = stages["radius"]
     mean, fine_loss = clip_noise_mean(fine[:, None], epsilon=stage_eps, delta=0.0,
                                       radius=rho, center=center,
                                       random_state=fine_seed)
@@ -498,7 +545,7 @@ def person_level_mean_1d(values, *, epsilon, bound=None, delta=0.0, moment_order
         loss = compose_parallel(*losses)
     info = dict(coarse_width=r, coarse_error=u, radius=rho, n_coarse=n_c,
                 n_recenter=n_r, n_fine=fine.size, coarse_center=coarse_center,
-                recenter_radius=plan["recenter_radius"], center=center)
+                recenter_radius=stages["recenter_radius"], center=center)
     return float(mean[0]), loss, info
 
 
@@ -531,15 +578,22 @@ def person_level_mean_per_feature(user_means, *, epsilon, delta=0.0, bound=None,
     (array([1., 1.]), 1.0)
     """
     U = np.asarray(user_means, dtype=np.float64)
+    plan = plan_person_level(
+        U.shape[0], U.shape[1], budget=_budget(epsilon, delta),
+        moment_bound=moment_bound, samples_per_user=samples_per_user,
+        moment_order=moment_order, bound=bound, method="per_feature",
+        coarse_fraction=coarse_fraction, calibration=calibration)
+    return person_level_from_plan(U, plan, random_state=random_state)
+
+
+def _run_per_feature(U, stages, random_state):
+    """The 1-D pipeline on every column of the finite ``U``, each with its
+    own child seed (the ``stages`` are the same for every feature)."""
     d = U.shape[1]
     seeds = make_seed_sequence(random_state).spawn(d)
     means, losses = np.empty(d), []
     for j in range(d):
-        means[j], loss_j, info = person_level_mean_1d(
-            U[:, j], epsilon=epsilon / d, delta=delta / d, bound=bound,
-            moment_order=moment_order, moment_bound=moment_bound,
-            samples_per_user=samples_per_user, coarse_fraction=coarse_fraction,
-            calibration=calibration, random_state=seeds[j])
+        means[j], loss_j, info = _run_1d(U[:, j], stages, seeds[j])
         losses.append(loss_j)
     return means, compose(*losses), info
 
@@ -716,6 +770,11 @@ def person_level_mean(user_means, *, epsilon, delta, moment_order=2.0,
                       offset=None):
     """(ε, δ)-DP person-level mean in d dimensions (AKMMSU Algorithm 4).
 
+    :func:`plan_person_level` with ``method="threaded"`` (public values
+    only) followed by :func:`person_level_from_plan`, in one call. The
+    guarantee is user-level: neighbouring datasets differ in the data of one
+    user (replace-one, the number of users public).
+
     Disjoint groups of users, drawn by a data-independent permutation:
     coarse location (:func:`coarse_estimate`), Threaded Clip-and-Noise
     (layers on disjoint consecutive blocks, each clipping in ℓ2 around the
@@ -760,11 +819,11 @@ def person_level_mean(user_means, *, epsilon, delta, moment_order=2.0,
     epsilon, delta : float
         Target guarantee, ``delta`` in ``(0, 1)``.
     moment_order : float, default=2.0
-        k ≥ 2.
+        Public k ≥ 2.
     moment_bound : float, default=1.0
         M: every direction's k-th central moment is at most ``M^k``.
     samples_per_user : int
-        m.
+        Public m: every user has at least m samples.
     n_threads : "auto" or int, default="auto"
         Number of TCN layers T: ``"auto"`` from :func:`tcn_radii`; an int
         caps it (the last layer always uses the floor radius).
@@ -781,6 +840,7 @@ def person_level_mean(user_means, *, epsilon, delta, moment_order=2.0,
     calibration : {"tight", "paper"}, default="tight"
         See above.
     random_state : int, RandomState, SeedSequence or None, default=None
+        Source of the users' split and of every mechanism.
     offset : ndarray of shape (n_features,), default=None
         Public point subtracted from every user's mean: the same result as
         ``user_means - offset``, without a copy of the table (each group is
@@ -789,6 +849,7 @@ def person_level_mean(user_means, *, epsilon, delta, moment_order=2.0,
     Returns
     -------
     mean : ndarray of shape (n_features,)
+        The private mean (of ``user_means - offset`` when given).
     loss : PureDP, ApproxDP or ZCDP
         The guarantee (the maximum over the disjoint stages).
     info : dict
@@ -802,7 +863,7 @@ def person_level_mean(user_means, *, epsilon, delta, moment_order=2.0,
     Examples
     --------
     >>> import numpy as np
-    >>> from skuserdp.mean._person_level import person_level_mean
+    >>> from skuserdp.mean import person_level_mean
     >>> rng = np.random.default_rng(0)
     >>> U = 5.0 + rng.standard_t(5, size=(6000, 10, 8)).mean(axis=1)
     >>> mean, loss, info = person_level_mean(U, epsilon=1.0, delta=1e-6,
@@ -814,19 +875,24 @@ def person_level_mean(user_means, *, epsilon, delta, moment_order=2.0,
     U = np.asarray(user_means, dtype=np.float64)
     if U.ndim != 2:
         raise ValueError(f"user_means must be 2-d, got shape {U.shape}.")
-    n, d = U.shape
+    plan = plan_person_level(
+        U.shape[0], U.shape[1], budget=_budget(epsilon, delta),
+        moment_bound=moment_bound, samples_per_user=samples_per_user,
+        moment_order=moment_order, bound=bound, method="threaded",
+        n_threads=n_threads, beta=beta, calibration=calibration)
+    return _run_threaded(U, plan.stages, random_state, offset)
+
+
+def _plan_threaded(n, d, epsilon, delta, *, moment_order, moment_bound,
+                   samples_per_user, n_threads, bound, beta, calibration):
+    """Public stages of Algorithm 4 (functions of n, d, m, k, M, ε, δ, R)."""
     if n < 3:
         raise ValueError("Algorithm 4 needs at least 3 users.")
     if not 0 < delta < 1:
         raise ValueError(f"delta must be in (0, 1), got {delta!r}.")
     k, M, m = float(moment_order), float(moment_bound), int(samples_per_user)
     paper = calibration == "paper"
-    if calibration not in ("tight", "paper"):
-        raise ValueError(
-            f"calibration must be 'tight' or 'paper', got {calibration!r}."
-        )
-    seeds = make_seed_sequence(random_state).spawn(5)
-    order = generator_from(seeds[0]).permutation(n)  # independent of the data
+    _check_calibration(calibration)
     third = n // 3
     radii = tcn_radii(d, moment_order=k, moment_bound=M, samples_per_user=m)
     if n_threads != "auto":
@@ -856,27 +922,7 @@ def person_level_mean(user_means, *, epsilon, delta, moment_order=2.0,
         rest = n - n_c - n_tau
         n_t = max(1, min(rest - 1, int(TCN_FRACTION * rest)))
         refine = n_t >= 2 * (len(radii) + 1)
-    Y = U[order[:n_c]]
-    T = U[order[n_c:n_c + n_tau]]
-    if offset is not None:
-        Y -= offset  # (U - offset)[rows], without copying U
-        T -= offset
-    # The TCN layers and the final stage only sum their users' clipped
-    # contributions: each is released from the rows of U, gathered block by
-    # block (in increasing order: the exact sum does not depend on it), not
-    # from a copy of its group.
-    tcn_rows = order[n_c + n_tau:n_c + n_tau + n_t]
-    final_rows = np.sort(order[n_c + n_tau + n_t:])
     coarse_budget = (epsilon / 2, delta / 2) if paper else (epsilon, delta)
-    if bounded:
-        center, coarse_loss = _bounded_coarse(Y, epsilon, delta, bound, M, m,
-                                              random_state=seeds[1])
-        n_failed = 0
-    else:
-        center, coarse_loss, n_failed = coarse_estimate(
-            Y, epsilon=coarse_budget[0], delta=coarse_budget[1], moment_bound=M,
-            samples_per_user=m, width_factor=16.0 if paper else 4.0,
-            random_state=seeds[1])
     # Tight: one more (refinement) layer after the recursion's layers, radius
     # = public 95 % bound on the previous layer's noise + the spread radius.
     spread = M * math.sqrt(d * max(1.0, math.log(m)) / m)
@@ -888,29 +934,21 @@ def person_level_mean(user_means, *, epsilon, delta, moment_order=2.0,
     else:
         layer_budget = (advanced_composition_step(epsilon / 4, delta / 8, L),
                         delta / (8 * L))
-    blocks = np.array_split(np.arange(tcn_rows.shape[0]), L)
-    layer_seeds = seeds[2].spawn(L)
-    layer_losses = []
-    centers = [center]
     center_error = None
-    for i, (rows, seed) in enumerate(zip(blocks, layer_seeds)):
-        rho = radii[i] if i < len(radii) else center_error + spread
-        if i >= len(radii):
-            radii = radii + [rho]
-        layer = np.sort(tcn_rows[rows])
-        center, layer_plan = _clip_noise_mean(
-            U, epsilon=layer_budget[0], delta=layer_budget[1], radius=rho,
-            center=center, calibration="tight", random_state=seed, n_jobs=None,
-            rows=layer, shift=offset)
-        layer_zcdp = layer_plan.loss
-        layer_losses.append(zcdp_to_approx_dp(layer_zcdp.rho, layer_budget[1]))
-        centers.append(center)
+    layer_radii = list(radii)
+    for i, size in enumerate(len(b) for b in np.array_split(np.arange(n_t), L)):
+        rho = layer_radii[i] if i < len(layer_radii) else center_error + spread
+        if i >= len(layer_radii):
+            layer_radii.append(rho)
+        layer_zcdp = plan_clip_noise(size, d, budget=ApproxDP(*layer_budget),
+                                     radius=rho, calibration="tight").loss
         # Public bound on this layer's noise (Gaussian of per-coordinate sd
         # ≈ (2ρ/n_l)/√(2ρ_zCDP), norm ≤ sd(√d + √(2 ln 20)) w.p. 0.95).
-        noise_sd = 2.0 * rho / len(layer) / math.sqrt(2.0 * layer_zcdp.rho)
+        noise_sd = 2.0 * rho / size / math.sqrt(2.0 * layer_zcdp.rho)
         center_error = noise_sd * (math.sqrt(d) + math.sqrt(2.0 * math.log(20.0)))
     final_eps, final_delta = (epsilon / 4, delta / 4) if paper else (epsilon, delta)
-    balance = (M * (len(final_rows) * final_eps) ** (1 / k) * d ** (0.5 - 1 / k)
+    n_final = n - n_c - n_tau - n_t
+    balance = (M * (n_final * final_eps) ** (1 / k) * d ** (0.5 - 1 / k)
                / (math.log(1 / final_delta) ** (1 / (2 * k)) * m ** (1 - 1 / k)))
     # Paper: ρ* ≥ M√(d/m). Tight: M√(d max(1, ln m)/m) (the scale of
     # Cor 4.13's t₁) plus the public noise bound of the TCN centre; the
@@ -918,7 +956,61 @@ def person_level_mean(user_means, *, epsilon, delta, moment_order=2.0,
     # ρ_T (≥ 12M√(d/m), sized for the *coarse* centre's
     # error) was measured 4-5× less accurate with many users.
     floor = M * math.sqrt(d * (1.0 if paper else max(1.0, math.log(m))) / m)
-    spread_radius = max(floor, balance)
+    return dict(
+        epsilon=epsilon, delta=delta, moment_bound=M, samples_per_user=m,
+        calibration=calibration, bound=bound if bounded else None,
+        n_coarse=n_c, n_tau=n_tau, n_tcn=n_t, n_final=n_final,
+        coarse_budget=coarse_budget, layer_budget=layer_budget, radii=layer_radii,
+        center_error=center_error, final_budget=(final_eps, final_delta),
+        spread_radius=max(floor, balance))
+
+
+def _run_threaded(U, stages, random_state, offset):
+    """Algorithm 4 on ``U`` (minus the public ``offset``) with the public
+    ``stages`` of :func:`_plan_threaded`."""
+    n, d = U.shape
+    epsilon, delta = stages["epsilon"], stages["delta"]
+    M, m = stages["moment_bound"], stages["samples_per_user"]
+    paper = stages["calibration"] == "paper"
+    n_c, n_tau, n_t = stages["n_coarse"], stages["n_tau"], stages["n_tcn"]
+    radii, layer_budget = stages["radii"], stages["layer_budget"]
+    seeds = make_seed_sequence(random_state).spawn(5)
+    order = generator_from(seeds[0]).permutation(n)  # independent of the data
+    Y = U[order[:n_c]]
+    T = U[order[n_c:n_c + n_tau]]
+    if offset is not None:
+        Y -= offset  # (U - offset)[rows], without copying U
+        T -= offset
+    # The TCN layers and the final stage only sum their users' clipped
+    # contributions: each is released from the rows of U, gathered block by
+    # block (in increasing order: the exact sum does not depend on it), not
+    # from a copy of its group.
+    tcn_rows = order[n_c + n_tau:n_c + n_tau + n_t]
+    final_rows = np.sort(order[n_c + n_tau + n_t:])
+    if stages["bound"] is not None:
+        center, coarse_loss = _bounded_coarse(Y, epsilon, delta, stages["bound"], M, m,
+                                              random_state=seeds[1])
+        n_failed = 0
+    else:
+        center, coarse_loss, n_failed = coarse_estimate(
+            Y, epsilon=stages["coarse_budget"][0], delta=stages["coarse_budget"][1],
+            moment_bound=M, samples_per_user=m, width_factor=16.0 if paper else 4.0,
+            random_state=seeds[1])
+    L = len(radii)
+    blocks = np.array_split(np.arange(tcn_rows.shape[0]), L)
+    layer_seeds = seeds[2].spawn(L)
+    layer_losses = []
+    centers = [center]
+    for rows, seed, rho in zip(blocks, layer_seeds, radii):
+        layer = np.sort(tcn_rows[rows])
+        center, layer_plan = _clip_noise_mean(
+            U, epsilon=layer_budget[0], delta=layer_budget[1], radius=rho,
+            center=center, calibration="tight", random_state=seed, n_jobs=None,
+            rows=layer, shift=offset)
+        layer_losses.append(zcdp_to_approx_dp(layer_plan.loss.rho, layer_budget[1]))
+        centers.append(center)
+    final_eps, final_delta = stages["final_budget"]
+    spread_radius = stages["spread_radius"]
     tau = None
     tau_loss = []
     if n_tau > 0:
@@ -928,7 +1020,7 @@ def person_level_mean(user_means, *, epsilon, delta, moment_order=2.0,
                           rng=generator_from(seeds[4]))
         spread_radius = min(spread_radius, tau)
         tau_loss = [PureDP(epsilon)]
-    final_radius = spread_radius + (0.0 if paper else center_error)
+    final_radius = spread_radius + (0.0 if paper else stages["center_error"])
     mean, final_plan = _clip_noise_mean(
         U, epsilon=final_eps, delta=final_delta, radius=final_radius, center=center,
         calibration="tight", random_state=seeds[3], n_jobs=None, rows=final_rows,
@@ -942,7 +1034,7 @@ def person_level_mean(user_means, *, epsilon, delta, moment_order=2.0,
         total = compose(coarse_loss, tcn_loss, final_loss)
     else:
         total = compose_parallel(coarse_loss, *tau_loss, *layer_losses, final_loss)
-    info = dict(radii=radii, final_radius=final_radius, n_coarse=Y.shape[0],
+    info = dict(radii=list(radii), final_radius=final_radius, n_coarse=Y.shape[0],
                 n_tau=T.shape[0], n_tcn=len(tcn_rows), n_final=len(final_rows),
                 coarse_failed=n_failed, centers=centers, tau=tau)
     return mean, total, info
@@ -1445,6 +1537,11 @@ def person_level_mean_pure(user_means, *, epsilon, bound, moment_bound,
                            random_state=None, n_jobs=None):
     """Pure ε-DP person-level mean in d ≤ 2 dimensions (AKMMSU Algorithm 8).
 
+    :func:`plan_person_level` with ``method="pure"`` (public values only)
+    followed by :func:`person_level_from_plan`, in one call. The guarantee
+    is user-level: neighbouring datasets differ in the data of one user
+    (replace-one, the number of users public).
+
     The users are halved by a data-independent permutation. The first half
     runs the pure 1-D pipeline on every coordinate with ε/d (coarse estimate,
     ℓ∞ error ≤ α w.p. 1 − β/2); the second half runs fine estimation
@@ -1479,11 +1576,14 @@ def person_level_mean_pure(user_means, *, epsilon, bound, moment_bound,
     max_comparisons : int, default=10**6
         Guard on the exponential cost.
     random_state : int, RandomState, SeedSequence or None, default=None
+        Source of the users' split and of every mechanism.
     n_jobs : int, default=None
+        Workers over chunks of candidates; results do not depend on it.
 
     Returns
     -------
     mean : ndarray of shape (n_features,)
+        The private mean.
     loss : PureDP
         ε.
     info : dict
@@ -1494,7 +1594,7 @@ def person_level_mean_pure(user_means, *, epsilon, bound, moment_bound,
     Examples
     --------
     >>> import numpy as np
-    >>> from skuserdp.mean._person_level import person_level_mean_pure
+    >>> from skuserdp.mean import person_level_mean_pure
     >>> rng = np.random.default_rng(0)
     >>> U = 1.0 + rng.standard_t(5, size=(20000, 10, 1)).mean(axis=1)
     >>> mean, loss, info = person_level_mean_pure(
@@ -1506,23 +1606,27 @@ def person_level_mean_pure(user_means, *, epsilon, bound, moment_bound,
     U = np.asarray(user_means, dtype=np.float64)
     if U.ndim != 2:
         raise ValueError(f"user_means must be 2-d, got shape {U.shape}.")
-    n, d = U.shape
+    _check_finite(U, "user_means")
+    plan = plan_person_level(
+        U.shape[0], U.shape[1], budget=PureDP(epsilon), moment_bound=moment_bound,
+        samples_per_user=samples_per_user, moment_order=moment_order, bound=bound,
+        method="pure", alpha=alpha, beta=beta, calibration=calibration,
+        max_comparisons=max_comparisons)
+    return _run_pure(U, plan.stages, random_state, n_jobs)
+
+
+def _plan_pure(n, d, epsilon, *, bound, moment_bound, samples_per_user, moment_order,
+               alpha, beta, calibration, max_comparisons):
+    """Public stages of Algorithm 8: the halves, α, the coarse share and the
+    fine plan (whose cost is checked here, before any data are read)."""
     if n < 4:
         raise ValueError("Algorithm 8 needs at least 4 users.")
-    if not np.isfinite(U).all():
-        raise ValueError("user_means must be finite.")
     epsilon = check_positive_scalar(epsilon, "epsilon")
     R = check_positive_scalar(bound, "bound")
     M = check_positive_scalar(moment_bound, "moment_bound")
     m = int(samples_per_user)
-    if calibration not in ("tight", "paper"):
-        raise ValueError(
-            f"calibration must be 'tight' or 'paper', got {calibration!r}."
-        )
-    seeds = make_seed_sequence(random_state).spawn(3)
-    order = generator_from(seeds[0]).permutation(n)  # independent of the data
+    _check_calibration(calibration)
     half = n // 2
-    coarse_users, fine_users = U[order[:half]], U[order[half:]]
     if isinstance(alpha, str):
         if alpha != "auto":
             raise ValueError(f"alpha must be 'auto' or a float, got {alpha!r}.")
@@ -1539,7 +1643,7 @@ def person_level_mean_pure(user_means, *, epsilon, bound, moment_bound,
                 f"{half} users are too few for the coarse step to be reliable at "
                 f"epsilon/d = {epsilon / d:g}; the fine grid covers the whole box "
                 "and the estimate may be far off. Privacy is unaffected.",
-                AccuracyWarning, stacklevel=2)
+                AccuracyWarning, stacklevel=4)
         # The grid must cover the coarse error, and the fine step must be able
         # to certify its target: the larger of the two (public).
         alpha = coarse_alpha
@@ -1552,21 +1656,37 @@ def person_level_mean_pure(user_means, *, epsilon, bound, moment_bound,
         alpha = check_positive_scalar(alpha, "alpha")
         coarse_fraction = COARSE_SHARES[0]
     # Check the cost before spending any time on the data.
-    plan = pure_fine_plan(fine_users.shape[0], d, alpha=alpha, epsilon=epsilon,
-                          moment_bound=M, samples_per_user=m, moment_order=moment_order,
-                          beta=beta, calibration=calibration)
-    _check_cost(plan, d, max_comparisons)
-    if not plan["feasible"]:
+    fine = pure_fine_plan(n - half, d, alpha=alpha, epsilon=epsilon, moment_bound=M,
+                          samples_per_user=m, moment_order=moment_order, beta=beta,
+                          calibration=calibration)
+    _check_cost(fine, d, max_comparisons)
+    if not fine["feasible"]:
         warnings.warn(
-            f"{fine_users.shape[0]} fine users are too few for the fine step to "
+            f"{n - half} fine users are too few for the fine step to "
             f"certify accuracy alpha={alpha:.3g} (a good candidate's score bound "
-            f"{plan['good_score']} < {plan['needed_score']:.1f} needed); "
+            f"{fine['good_score']} < {fine['needed_score']:.1f} needed); "
             "the estimate is still private but may be off by up to "
-            f"{2 * alpha:.3g} per coordinate.", AccuracyWarning, stacklevel=2)
+            f"{2 * alpha:.3g} per coordinate.", AccuracyWarning, stacklevel=4)
+    return dict(epsilon=epsilon, bound=R, moment_bound=M, samples_per_user=m,
+                moment_order=moment_order, calibration=calibration, n_coarse=half,
+                n_fine=n - half, coarse_fraction=coarse_fraction, alpha=alpha,
+                fine=fine)
+
+
+def _run_pure(U, stages, random_state, n_jobs):
+    """Algorithm 8 on the finite ``U`` with the public ``stages`` of
+    :func:`_plan_pure`."""
+    epsilon, R, plan = stages["epsilon"], stages["bound"], stages["fine"]
+    seeds = make_seed_sequence(random_state).spawn(3)
+    order = generator_from(seeds[0]).permutation(U.shape[0])  # data-independent
+    half = stages["n_coarse"]
+    coarse_users, fine_users = U[order[:half]], U[order[half:]]
     coarse, coarse_loss, _ = person_level_mean_per_feature(
-        coarse_users, epsilon=epsilon, bound=R, moment_order=moment_order,
-        moment_bound=M, samples_per_user=m, coarse_fraction=coarse_fraction,
-        calibration=calibration, random_state=seeds[1])
+        coarse_users, epsilon=epsilon, bound=R, moment_order=stages["moment_order"],
+        moment_bound=stages["moment_bound"],
+        samples_per_user=stages["samples_per_user"],
+        coarse_fraction=stages["coarse_fraction"], calibration=stages["calibration"],
+        random_state=seeds[1])
     # Post-processing: the coarse estimate is clipped to the public box.
     np.clip(coarse, -R, R, out=coarse)
     # Algorithm 7 on the re-centred fine users (ε).
@@ -1578,6 +1698,256 @@ def person_level_mean_pure(user_means, *, epsilon, bound, moment_bound,
                 comparisons=plan["comparisons"], feasible=plan["feasible"],
                 n_coarse=half, n_fine=fine_users.shape[0], coarse=coarse)
     return coarse + point, loss, info
+
+
+# ----------------------------------------------------------------------------
+# Public plan and apply: every route of the estimator
+# ----------------------------------------------------------------------------
+
+#: Routes of :func:`plan_person_level`, as :class:`ThreadedClipNoiseEstimator`
+#: runs them.
+ROUTES = ("per_feature", "threaded", "pure")
+
+
+@dataclass(frozen=True)
+class PersonLevelPlan:
+    """Every public quantity of one person-level release (Agarwal et al.).
+
+    Computed by :func:`plan_person_level` from public values only (n, d,
+    the budget, the moment assumptions k, M and m, the bound R and the
+    route's knobs), never from the data; :func:`person_level_from_plan`
+    runs it. Every group of users, radius and per-stage budget below is
+    the same for every dataset of the public shape. The guarantee is
+    user-level: two datasets are neighbours when the data of one user
+    (person) are replaced; the number of users is public.
+
+    Parameters
+    ----------
+    n_users, n_features : int
+        Public shape of the per-user means.
+    route : {"per_feature", "threaded", "pure"}
+        ``"per_feature"``: the one-dimensional pipeline (§3, Theorem 3.14:
+        coarse range, re-centring layer, fine clip-and-noise) on every
+        feature at ``(ε/d, δ/d)``; ``"threaded"``: Algorithm 4 (coarse
+        location, Threaded Clip-and-Noise layers, final clip-and-noise),
+        δ > 0; ``"pure"``: Algorithm 8 (the 1-D pipeline on half of the
+        users, the exponential mechanism over a grid of candidates on the
+        other half), pure ε-DP, d ≤ 2 in practice.
+    budget : PureDP or ApproxDP
+        The target guarantee. The release never exceeds it; the loss that
+        :func:`person_level_from_plan` returns is the exact one (it may be
+        smaller, by lattice rounding and, on the threaded route, by a final
+        radius that depends on an earlier private release).
+    stages : dict
+        The route's public schedule. ``"per_feature"``: the plan of the 1-D
+        pipeline of one feature (``n_coarse``, ``n_recenter``, ``n_fine``,
+        ``stage_epsilon``, ``width``, ``u``, ``recenter_radius``,
+        ``center_error``, ``rho0``, ``radius``, ...). ``"threaded"``: group
+        sizes (``n_coarse``, ``n_tau``, ``n_tcn``, ``n_final``), the
+        layers' clipping ``radii``, ``layer_budget``, ``coarse_budget``,
+        ``final_budget``, the public final radius ``spread_radius`` (before
+        the private spread estimate) and the last layer's public
+        ``center_error``. ``"pure"``: the halves (``n_coarse``,
+        ``n_fine``), ``alpha``, ``coarse_fraction`` and the ``fine`` plan
+        (candidate grid, truncation radius, group count, thresholds).
+
+    Examples
+    --------
+    >>> from skuserdp.mean import plan_person_level
+    >>> from skuserdp.privacy import PureDP
+    >>> plan = plan_person_level(4000, 1, budget=PureDP(1.0), moment_bound=1.0,
+    ...                          samples_per_user=10, bound=10.0)
+    >>> plan.route, plan.stages["n_coarse"], plan.stages["n_fine"]
+    ('per_feature', 200, 3400)
+    """
+
+    n_users: int
+    n_features: int
+    route: str
+    budget: object
+    stages: dict
+
+
+def plan_person_level(n_users, n_features, *, budget, moment_bound, samples_per_user,
+                      moment_order=2.0, bound=None, method="auto", n_threads="auto",
+                      alpha="auto", beta=0.1, coarse_fraction=0.05, calibration="tight",
+                      max_comparisons=MAX_COMPARISONS):
+    """Plan a person-level release (Agarwal et al.) from public values only.
+
+    Chooses the route as :class:`ThreadedClipNoiseEstimator` does and fixes
+    every public quantity of it: the data-independent split of the users
+    into disjoint groups, every clipping radius and every stage's budget.
+    Public warnings (an accuracy target the users cannot meet) are raised
+    here; the private step is :func:`person_level_from_plan`. Privacy holds
+    for every plan; the assumptions (k, M, m, R) affect accuracy only.
+
+    Parameters
+    ----------
+    n_users : int
+        Number of users n (public under replace-one neighbours).
+    n_features : int
+        Dimension d.
+    budget : PureDP or ApproxDP
+        Target user-level guarantee; δ = 0 (``PureDP``) is pure ε-DP.
+    moment_bound : float
+        Public M: ``(E|⟨X − μ, v⟩|^k)^{1/k} ≤ M`` for every unit v.
+    samples_per_user : int
+        Public m: every user has at least m samples.
+    moment_order : float, default=2.0
+        Public k ≥ 2.
+    bound : float, default=None
+        Public R with ``‖μ − center‖_∞ ≤ R`` (``center`` of
+        :func:`person_level_from_plan`). Required with δ = 0 (the coarse
+        steps search ``[−R, R]``); with δ > 0 it lets Algorithm 4's coarse
+        step search ``[−R, R]`` per coordinate (ignored when too wide for
+        it), and is unused by the 1-D pipeline.
+    method : {"auto", "per_feature", "threaded", "pure"}, default="auto"
+        ``"auto"``: ``"per_feature"`` when d = 1 or δ = 0, else
+        ``"threaded"`` (what :class:`ThreadedClipNoiseEstimator` runs with
+        ``method="auto"``); the others force a route (``"threaded"`` needs
+        δ > 0 and 3 users, ``"pure"`` δ = 0 and 4 users).
+    n_threads : "auto" or int, default="auto"
+        ``"threaded"``: number of Threaded Clip-and-Noise layers; ``"auto"``
+        from the paper's recursion, an int caps it.
+    alpha : "auto" or float, default="auto"
+        ``"pure"``: target ℓ2 accuracy of the fine step; ``"auto"``: the
+        larger of the coarse step's certified error and the least α the fine
+        step can certify.
+    beta : float, default=0.1
+        Failure probability behind the radii and group sizes.
+    coarse_fraction : float, default=0.05
+        ``"per_feature"``: minimum share of users in the coarse stage (tight
+        calibration), in ``(0, 1)``.
+    calibration : {"tight", "paper"}, default="tight"
+        ``"tight"``: disjoint groups that each spend the whole budget
+        (parallel composition) and the constants measured on the heavy-tail
+        benchmark; ``"paper"``: the paper's split of the budget and
+        constants.
+    max_comparisons : int, default=10**6
+        ``"pure"``: refuse (``ValueError``) fine plans with more candidate
+        pairs; the cost is exponential in d.
+
+    Returns
+    -------
+    plan : PersonLevelPlan
+        The route and its public schedule: group sizes, radii and the
+        budget of every stage.
+
+    Examples
+    --------
+    >>> from skuserdp.mean import plan_person_level
+    >>> from skuserdp.privacy import ApproxDP
+    >>> plan = plan_person_level(6000, 8, budget=ApproxDP(1.0, 1e-6),
+    ...                          moment_order=4, moment_bound=1.5,
+    ...                          samples_per_user=10)
+    >>> plan.route, len(plan.stages["radii"]), plan.stages["n_tcn"]
+    ('threaded', 2, 1517)
+    """
+    if isinstance(budget, ApproxDP):
+        epsilon, delta = budget.epsilon, budget.delta
+    elif isinstance(budget, PureDP):
+        epsilon, delta = budget.epsilon, 0.0
+    else:
+        raise TypeError(f"budget must be a PureDP or ApproxDP loss, got {budget!r}.")
+    n, d = int(n_users), int(n_features)
+    if method == "auto":
+        route = "per_feature" if d == 1 or delta == 0 else "threaded"
+    elif method in ROUTES:
+        route = method
+    else:
+        raise ValueError(
+            f"method must be 'auto', 'per_feature', 'threaded' or 'pure', got "
+            f"{method!r}.")
+    if route == "per_feature":
+        stages = _plan_1d(n, epsilon / d, delta / d, bound=bound,
+                          moment_order=moment_order, moment_bound=moment_bound,
+                          samples_per_user=samples_per_user, beta=beta,
+                          coarse_fraction=coarse_fraction, calibration=calibration)
+    elif route == "threaded":
+        stages = _plan_threaded(n, d, epsilon, delta, moment_order=moment_order,
+                                moment_bound=moment_bound,
+                                samples_per_user=samples_per_user,
+                                n_threads=n_threads, bound=bound, beta=beta,
+                                calibration=calibration)
+    else:
+        if delta != 0:
+            raise ValueError(
+                "method='pure' is the paper's pure ε-DP estimator: set delta=0.")
+        stages = _plan_pure(n, d, epsilon, bound=bound, moment_bound=moment_bound,
+                            samples_per_user=samples_per_user,
+                            moment_order=moment_order, alpha=alpha, beta=beta,
+                            calibration=calibration, max_comparisons=max_comparisons)
+    return PersonLevelPlan(n_users=n, n_features=d, route=route, budget=budget,
+                           stages=stages)
+
+
+def person_level_from_plan(user_means, plan, *, center=None, random_state=None,
+                           n_jobs=None):
+    """Run a planned person-level release on the users' means.
+
+    Parameters
+    ----------
+    user_means : array-like of shape (n_users, n_features)
+        One mean per user (of at least ``samples_per_user`` samples), finite;
+        the shape must match the plan. Not modified.
+    plan : PersonLevelPlan
+        From :func:`plan_person_level`.
+    center : array-like of shape (n_features,), default=None
+        Public point the data are centred at (the plan's ``bound`` R is on
+        ``‖μ − center‖_∞``); ``None`` is the origin. Must not be computed
+        from the private data.
+    random_state : int, RandomState, SeedSequence or None, default=None
+        Source of the users' split and of every mechanism.
+    n_jobs : int, default=None
+        ``"pure"`` route: workers over chunks of candidates; results do not
+        depend on it.
+
+    Returns
+    -------
+    mean : ndarray of shape (n_features,)
+        The private mean, at most ``plan.budget``-DP at user level (two
+        inputs are neighbours when one user's mean is replaced; the number
+        of users is public).
+    loss : PureDP or ApproxDP
+        The exact privacy loss incurred.
+    info : dict
+        Public facts of the release and the private intermediate outputs it
+        released on the way (e.g. the coarse centre; the threaded route's
+        layer centres and spread estimate ``tau``), each already covered by
+        ``loss``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skuserdp.mean import person_level_from_plan, plan_person_level
+    >>> from skuserdp.privacy import ApproxDP
+    >>> rng = np.random.default_rng(0)
+    >>> U = 105.0 + rng.standard_t(5, size=(6000, 10, 8)).mean(axis=1)
+    >>> plan = plan_person_level(6000, 8, budget=ApproxDP(1.0, 1e-6),
+    ...                          moment_order=4, moment_bound=1.5,
+    ...                          samples_per_user=10, bound=10.0)
+    >>> mean, loss, info = person_level_from_plan(U, plan, center=np.full(8, 100.0),
+    ...                                           random_state=0)
+    >>> bool(np.linalg.norm(mean - 105.0) < 0.5), loss.epsilon <= 1.0
+    (True, True)
+    """
+    U = np.asarray(user_means, dtype=np.float64)
+    if U.shape != (plan.n_users, plan.n_features):
+        raise ValueError(
+            f"user_means must have shape ({plan.n_users}, {plan.n_features}) to "
+            f"match the plan, got {U.shape}.")
+    _check_finite(U, "user_means")
+    mid = None if center is None else check_center(center, plan.n_features)
+    if plan.route == "threaded":
+        mean, loss, info = _run_threaded(U, plan.stages, random_state, mid)
+    else:
+        if mid is not None:
+            U = U - mid
+        if plan.route == "pure":
+            mean, loss, info = _run_pure(U, plan.stages, random_state, n_jobs)
+        else:
+            mean, loss, info = _run_per_feature(U, plan.stages, random_state)
+    return (mean if mid is None else mid + mean), loss, info
 
 
 # ============================================================================
@@ -1800,7 +2170,6 @@ class ThreadedClipNoiseEstimator(UserLevelMeanEstimator):
     def _fit_user_means(self, U, budget):
         n, d = U.shape
         eps, delta = budget.epsilon, budget.delta
-        moment_bound = self.moment_bound
         # The paper's bound R on every |mu_j| is the box's largest half-width
         # and the data are centred at its midpoint; no box (delta > 0 with
         # bounds="auto") or one too wide for the bounded coarse step (public
@@ -1812,39 +2181,30 @@ class ThreadedClipNoiseEstimator(UserLevelMeanEstimator):
                 mid, bound = budget.midpoint, float(np.max(budget.half_width))
             elif self.delta == 0:
                 self._refuse_wide_box(budget.half_width, width)
-        if mid is not None and (self.method == "pure" or d == 1 or self.delta == 0):
-            U = U - mid  # (Algorithm 4 below shifts its groups instead)
-
-        def shift_back(mean):
-            return mean if mid is None else mid + mean
-
         if self.method == "pure":
-            mean, loss, info = person_level_mean_pure(
-                U, epsilon=eps, bound=bound,
-                moment_bound=moment_bound, samples_per_user=self.samples_per_user,
-                moment_order=self.moment_order, calibration=self.calibration,
-                random_state=budget.random_state, n_jobs=self.n_jobs)
-            self.radii_ = [info["rho"]]
-            return shift_back(mean), loss
-        if d == 1 or self.delta == 0:
+            route = "pure"
+        elif d == 1 or self.delta == 0:
             # One feature, or pure DP: the 1-D pipeline per feature with ε/d
             # (basic composition; d = 1 spends ε).
-            mean, loss, info = person_level_mean_per_feature(
-                U, epsilon=eps, delta=delta, bound=bound,
-                moment_order=self.moment_order, moment_bound=moment_bound,
-                samples_per_user=self.samples_per_user, calibration=self.calibration,
-                random_state=budget.random_state)
+            route = "per_feature"
+        else:
+            route = "threaded"
+            if self.delta >= 1.0 / n:
+                warnings.warn(
+                    f"delta={self.delta:g} is not below 1/n_users = {1 / n:.3g}: the "
+                    "guarantee allows releasing a user's data outright.",
+                    UserWarning, stacklevel=3)
+        plan = plan_person_level(
+            n, d, budget=PureDP(eps) if delta == 0 else ApproxDP(eps, delta),
+            moment_bound=self.moment_bound, samples_per_user=self.samples_per_user,
+            moment_order=self.moment_order, bound=bound, method=route,
+            n_threads=self.n_threads, calibration=self.calibration)
+        mean, loss, info = person_level_from_plan(
+            U, plan, center=mid, random_state=budget.random_state, n_jobs=self.n_jobs)
+        if route == "pure":
+            self.radii_ = [info["rho"]]
+        elif route == "per_feature":
             self.radii_ = [info["radius"]]
-            return shift_back(mean), loss
-        if self.delta >= 1.0 / n:
-            warnings.warn(
-                f"delta={self.delta:g} is not below 1/n_users = {1 / n:.3g}: the "
-                "guarantee allows releasing a user's data outright.",
-                UserWarning, stacklevel=3)
-        mean, loss, info = person_level_mean(
-            U, epsilon=eps, delta=delta, moment_order=self.moment_order,
-            moment_bound=moment_bound, samples_per_user=self.samples_per_user,
-            n_threads=self.n_threads, bound=bound, calibration=self.calibration,
-            random_state=budget.random_state, offset=mid)
-        self.radii_ = list(info["radii"]) + [info["final_radius"]]
-        return shift_back(mean), loss
+        else:
+            self.radii_ = list(info["radii"]) + [info["final_radius"]]
+        return mean, loss

@@ -60,8 +60,8 @@ from ._conversion import (
     pure_to_approx_dp,
     pure_to_zcdp,
     rdp_curve_epsilon,
-    zcdp_delta,
     report_spend,
+    zcdp_delta,
     zcdp_rho_for,
     zcdp_to_approx_dp,
 )

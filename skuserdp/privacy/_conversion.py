@@ -37,6 +37,7 @@ __all__ = [
     "zcdp_delta",
     "zcdp_rho_for",
     "rdp_curve_epsilon",
+    "report_spend",
 ]
 
 # Search range for log(α - 1); α from 1 + 1e-8 to 1 + 1e8 covers every

@@ -24,20 +24,27 @@ from scipy import special, stats
 import skuserdp.mean._few_users as fu
 import skuserdp.mechanisms._ball_sampler as bs
 from skuserdp.exceptions import AccuracyWarning
-from skuserdp.mean import FewUsersBallEstimator, few_users_mean
+from skuserdp.mean import (
+    FewUsersBallEstimator,
+    few_users_from_plan,
+    few_users_mean,
+    min_users_for_ball_sampler,
+    plan_few_users,
+    user_radius,
+)
 from skuserdp.mean._few_users import (
     ball_intersection_lower_bound,
     ball_sampler,
     interpolated_balls,
     median_of_balls,
-    min_users_for_ball_sampler,
     plan_ball_sampler,
     plan_interpolation,
     plan_median_of_balls,
     robust_cap,
-    user_radius,
 )
 from skuserdp.privacy import (
+    ApproxDP,
+    PureDP,
     advanced_composition_step,
     ball_sampler_max_rounds,
     ball_sampler_privacy,
@@ -1177,3 +1184,45 @@ def test_inside_balls_is_computed_as_on_the_whole_table(monkeypatch):
             sq = np.einsum("bnd,bnd->bn", diff, diff)
             R = float(np.sqrt(np.median(sq)))
             np.testing.assert_array_equal(bs._inside_balls(p, X, R), sq <= R * R)
+
+
+# ---------------------------------------------------------------------------
+# Public plan/apply API (issue 27)
+# ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("method", ["auto", "ball", "median", "interpolate"])
+@pytest.mark.parametrize("samples_per_user", [None, 50])
+def test_plan_and_apply_are_few_users_mean(method, samples_per_user):
+    U = np.random.default_rng(1).normal(3.0, 0.05, size=(300, 4))
+    U[7] = np.nan  # sanitised the same way by both
+    kw = dict(radius=0.3, samples_per_user=samples_per_user, alpha=0.2, method=method)
+    plan = plan_few_users(300, 4, budget=ApproxDP(1.0, 1e-5), **kw)
+    location, n_garbage = few_users_from_plan(U, plan, random_state=2)
+    want, loss, info = few_users_mean(U, epsilon=1.0, delta=1e-5, random_state=2, **kw)
+    np.testing.assert_array_equal(location, want)
+    assert loss == plan.loss and n_garbage == info["n_garbage"]
+    assert (plan.method, plan.error_bound, plan.failure_bound) == (
+        info["method"], info["error_bound"], info["failure_probability"])
+    assert np.isnan(U[7]).all()  # the input is not modified
+
+
+def test_plan_few_users_reads_public_values_only():
+    plan = plan_few_users(200, 10, budget=ApproxDP(1.0, 1e-6), radius=0.5,
+                          samples_per_user=100, method="ball")
+    r_user, failure = user_radius(0.5, 100, 200)
+    assert plan.radius == r_user and plan.concentration_failure == failure
+    assert plan.method_plan == plan_ball_sampler(200, 10, radius=r_user, epsilon=1.0,
+                                                 delta=1e-6, alpha=0.05)
+    assert plan.failure_bound == min(1.0, plan.method_plan.failure_bound + failure)
+
+
+def test_few_users_plan_refuses_pure_budgets_and_other_shapes():
+    with pytest.raises(ValueError, match="delta in"):
+        plan_few_users(100, 2, budget=ApproxDP(1.0, 0.0), radius=1.0)
+    with pytest.raises(TypeError, match="ApproxDP"):
+        plan_few_users(100, 2, budget=PureDP(1.0), radius=1.0)
+    with pytest.raises(ValueError, match="method"):
+        plan_few_users(100, 2, budget=ApproxDP(1.0, 1e-6), radius=1.0, method="mean")
+    plan = plan_few_users(100, 2, budget=ApproxDP(1.0, 1e-6), radius=1.0)
+    with pytest.raises(ValueError, match="shape"):
+        few_users_from_plan(np.zeros((100, 3)), plan)

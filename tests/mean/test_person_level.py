@@ -12,14 +12,14 @@ import pytest
 from scipy import stats
 
 from skuserdp.exceptions import AccuracyWarning
-from skuserdp.mean import ThreadedClipNoiseEstimator
-from skuserdp.mean._person_level import (
-    coarse_estimate,
-    fine_radius_1d,
+from skuserdp.mean import (
+    ThreadedClipNoiseEstimator,
+    person_level_from_plan,
     person_level_mean,
     person_level_mean_1d,
-    tcn_radii,
+    plan_person_level,
 )
+from skuserdp.mean._person_level import coarse_estimate, fine_radius_1d, tcn_radii
 from skuserdp.privacy import ApproxDP, PureDP
 from skuserdp.testing import epsilon_lower_bound
 
@@ -409,3 +409,93 @@ def test_a_box_too_wide_for_the_bounded_coarse_step(monkeypatch):
         ThreadedClipNoiseEstimator(delta=0.0, moment_bound=1.0,
                                    bounds=(-1e13, 1e13)).fit(U, groups=g)
     assert not calls
+
+
+# ---------------------------------------------------------------------------
+# Public plan/apply API (issue 27)
+# ---------------------------------------------------------------------------
+
+def _same_release(a, b):
+    (mean_a, loss_a, info_a), (mean_b, loss_b, info_b) = a, b
+    np.testing.assert_array_equal(mean_a, mean_b)
+    assert loss_a == loss_b
+    assert info_a.keys() == info_b.keys()
+
+
+@pytest.mark.parametrize("calibration", ["tight", "paper"])
+@pytest.mark.parametrize("bound", [None, 20.0])
+def test_plan_and_apply_are_algorithm_4(calibration, bound):
+    rng = np.random.default_rng(3)
+    U = 5.0 + rng.standard_t(5, size=(3000, 10, 4)).mean(axis=1)
+    kw = dict(moment_order=4, moment_bound=1.5, samples_per_user=10, bound=bound,
+              calibration=calibration)
+    plan = plan_person_level(3000, 4, budget=ApproxDP(1.0, 1e-6), **kw)
+    assert plan.route == "threaded"
+    got = person_level_from_plan(U, plan, random_state=1)
+    _same_release(got, person_level_mean(U, epsilon=1.0, delta=1e-6, random_state=1,
+                                         **kw))
+    assert got[2]["radii"] == plan.stages["radii"]
+    assert got[1].epsilon <= 1.0 + 1e-12 and got[1].delta <= 1e-6 * (1 + 1e-12)
+
+
+@pytest.mark.parametrize("delta", [0.0, 1e-6])
+def test_plan_and_apply_run_the_1d_pipeline_per_feature(delta):
+    rng = np.random.default_rng(4)
+    U = 1.0 + rng.standard_t(5, size=(2000, 10, 2)).mean(axis=1)
+    kw = dict(moment_order=4, moment_bound=1.5, samples_per_user=10, bound=10.0)
+    budget = PureDP(1.0) if delta == 0 else ApproxDP(1.0, delta)
+    plan = plan_person_level(2000, 2, budget=budget, method="per_feature", **kw)
+    assert plan.route == "per_feature"
+    got = person_level_from_plan(U, plan, random_state=2)
+    seeds = np.random.SeedSequence(2).spawn(2)
+    for j in range(2):
+        want = person_level_mean_1d(U[:, j], epsilon=0.5, delta=delta / 2,
+                                    random_state=seeds[j], **kw)
+        assert got[0][j] == want[0]
+    assert plan.stages["radius"] == got[2]["radius"]
+
+
+def test_person_level_plan_center_shifts_the_data_publicly():
+    rng = np.random.default_rng(5)
+    U = rng.normal(0.0, 0.3, size=(2000, 1))
+    plan = plan_person_level(2000, 1, budget=PureDP(1.0), moment_bound=1.0,
+                             samples_per_user=10, bound=1.0)
+    mean, _, _ = person_level_from_plan(U, plan, random_state=0)
+    moved, _, _ = person_level_from_plan(U + 1e3, plan, center=[1e3],
+                                         random_state=0)
+    assert abs(moved[0] - 1e3 - mean[0]) < 1e-9
+    before = U.copy()
+    person_level_from_plan(U, plan, center=[0.5], random_state=0)
+    assert np.array_equal(U, before)
+
+
+def test_person_level_plan_checks_its_public_inputs():
+    kw = dict(moment_bound=1.0, samples_per_user=10)
+    with pytest.raises(TypeError, match="PureDP or ApproxDP"):
+        plan_person_level(100, 1, budget=(1.0, 0.0), **kw)
+    with pytest.raises(ValueError, match="method"):
+        plan_person_level(100, 1, budget=PureDP(1.0), bound=1.0, method="fast", **kw)
+    with pytest.raises(ValueError, match="bound"):
+        plan_person_level(100, 1, budget=PureDP(1.0), **kw)
+    with pytest.raises(ValueError, match="delta=0"):
+        plan_person_level(100, 1, budget=ApproxDP(1.0, 1e-6), bound=1.0,
+                          method="pure", **kw)
+    with pytest.raises(ValueError, match=r"delta must be in \(0, 1\)"):
+        plan_person_level(100, 2, budget=PureDP(1.0), method="threaded", **kw)
+    plan = plan_person_level(100, 2, budget=ApproxDP(1.0, 1e-6), **kw)
+    with pytest.raises(ValueError, match="shape"):
+        person_level_from_plan(np.zeros((100, 3)), plan)
+    with pytest.raises(ValueError, match="finite"):
+        person_level_from_plan(np.full((100, 2), np.nan), plan)
+
+
+def test_plan_and_apply_are_algorithm_8():
+    from skuserdp.mean import person_level_mean_pure
+
+    U = np.random.default_rng(6).normal(0.5, 0.3, size=(3000, 1))
+    kw = dict(bound=5.0, moment_bound=1.0, samples_per_user=10, alpha=0.4)
+    plan = plan_person_level(3000, 1, budget=PureDP(1.0), method="pure", **kw)
+    assert (plan.route, plan.stages["n_coarse"], plan.stages["alpha"]) == (
+        "pure", 1500, 0.4)
+    _same_release(person_level_from_plan(U, plan, random_state=7),
+                  person_level_mean_pure(U, epsilon=1.0, random_state=7, **kw))

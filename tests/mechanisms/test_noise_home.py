@@ -79,11 +79,11 @@ SYNTHETIC = ("datasets/", "testing/", "_demo.py")
 ALLOWED_TABLE = """
 mean/_concentration.py private_tau permutation: random pairing of the users
     for the pairwise distances (a random partition of the users)
-mean/_person_level.py person_level_mean_1d permutation: random split of the
+mean/_person_level.py _run_1d permutation: random split of the
     users between the coarse, recentring and fine stages
-mean/_person_level.py person_level_mean permutation: random split of the
+mean/_person_level.py _run_threaded permutation: random split of the
     users between the stages of the multivariate estimator
-mean/_person_level.py person_level_mean_pure permutation: random split of
+mean/_person_level.py _run_pure permutation: random split of
     the users between the stages of the pure estimator
 linear_model/_sgd.py phased_erm permutation: random partition of the users
     into the phases
