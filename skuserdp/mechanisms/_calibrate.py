@@ -108,11 +108,14 @@ def lattice_sensitivity(radius, grid, dim, norm="l2", *, sensitivity_norm=None):
 
     Parameters
     ----------
-    radius, grid, dim, norm
-        The contributions' public norm bound (in their own units), the
-        power-of-two grid step (from :func:`choose_grid`), the number of
-        coordinates and the norm of the bound, ``"l1"``, ``"l2"`` (default)
-        or ``"linf"`` (the encoding's clipping norm).
+    radius : float
+        The contributions' public norm bound, in their own units.
+    grid : float
+        The power-of-two grid step (from :func:`choose_grid`).
+    dim : int
+        The number of coordinates.
+    norm : {"l1", "l2", "linf"}, default="l2"
+        The norm of the bound (the encoding's clipping norm).
     sensitivity_norm : {None, "l2"}, default=None
         Norm of the sensitivity: ``None`` for ``norm`` itself; ``"l2"`` with
         ``norm="linf"`` for the ℓ2 sensitivity of ℓ∞-bounded contributions
