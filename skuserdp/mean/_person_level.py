@@ -800,6 +800,7 @@ def person_level_mean(user_means, *, epsilon, delta, moment_order=2.0,
       noise bound of the previous layer) + ``M√(d max(1, ln m)/m)``
       (dropped if the TCN group has fewer than 2 users per layer);
     - final: the rest.
+
     Tight calibration: every stage and layer (and the τ estimate) sees
     disjoint users and spends the full (ε, δ) (adaptive parallel
     composition, spec §1.7). Paper
