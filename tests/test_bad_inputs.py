@@ -80,7 +80,9 @@ INIT_PARAMS = {
 
 
 def _make(name, cls):
-    return cls(**INIT_PARAMS.get(name, {}), random_state=0)
+    # a new estimator without an entry: the public box, when it takes one
+    box = {"bounds": (-10.0, 10.0)} if "bounds" in cls().get_params() else {}
+    return cls(**INIT_PARAMS.get(name, box), random_state=0)
 
 
 ESTIMATORS = [(name, _make(name, cls)) for name, cls in all_estimators()]
