@@ -16,6 +16,7 @@ from ._coinpress import (
     plan_coinpress,
 )
 from ._concentration import tau_bounded_rows, tau_sub_gaussian
+from ._column_scaled import ColumnScaledMeanEstimator
 from ._discrete import DiscreteDistributionEstimator
 from ._few_users import (
     FewUsersBallEstimator,
@@ -60,6 +61,7 @@ __all__ = [
     "person_level_mean_1d",
     "person_level_mean_pure",
     "CoinPressMeanEstimator",
+    "ColumnScaledMeanEstimator",
     "clip_noise_mean",
     "plan_clip_noise",
     "clip_noise_from_plan",
