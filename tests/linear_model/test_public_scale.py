@@ -20,6 +20,7 @@ from sklearn.base import clone
 
 import skuserdp.linear_model._dpsgd as dpsgd_module
 from skuserdp.base import BOUNDS_SHARE_ZCDP
+from skuserdp.exceptions import AccuracyWarning
 from skuserdp.linear_model import UserDPLinearRegression, UserDPSGDRegressor
 from skuserdp.linear_model._base import PublicScale
 from skuserdp.linear_model._dpsgd import CLIP_SHARE as SGD_CLIP_SHARE
@@ -178,7 +179,7 @@ def _row_bound(d):
 
 def _fit_quietly(est, X, y, groups):
     with warnings.catch_warnings():  # the learned boxes' accuracy warnings
-        warnings.simplefilter("ignore")
+        warnings.simplefilter("ignore", AccuracyWarning)
         return est.fit(X, y, groups=groups)
 
 
