@@ -54,6 +54,9 @@ def test_command_line():
     out = subprocess.run([sys.executable, "-m", "skuserdp", "demo"],
                          capture_output=True, text=True, check=True)
     assert "ClipNoiseMeanEstimator" in out.stdout
+    # a subprocess does not inherit pytest's warning filters: its warnings
+    # would only be printed to its stderr (and a demo fit must not warn)
+    assert "Warning" not in out.stderr, out.stderr
     bad = subprocess.run([sys.executable, "-m", "skuserdp", "nope"],
                          capture_output=True, text=True)
     assert bad.returncode != 0

@@ -10,6 +10,7 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 from sklearn.linear_model import Ridge
 
+from skuserdp.exceptions import AccuracyWarning
 from skuserdp.mean import (
     ClipNoiseMeanEstimator,
     CoinPressMeanEstimator,
@@ -100,7 +101,7 @@ def test_one_huge_user_does_not_make_fit_fail(name, kind):
     # a fit that fails only because of one user's (finite) data would leak it
     X, g = _with_huge_user(kind)
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+        warnings.simplefilter("ignore", AccuracyWarning)
         est = ESTIMATORS[name]().fit(X, groups=g)
     assert np.isfinite(est.mean_).all()
     assert np.abs(est.mean_).max() < 3.0
@@ -149,7 +150,7 @@ def test_compose_homogeneous_at_huge_epsilon_is_basic():
 def test_estimators_at_huge_epsilon(eps):
     X, g = _data(n_users=200, d=3)
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+        warnings.simplefilter("ignore", AccuracyWarning)
         for method in ("auto", "median", "interpolate"):
             est = FewUsersBallEstimator(epsilon=eps, radius=1.0, samples_per_user=3,
                                         method=method, random_state=0).fit(X, groups=g)
@@ -174,7 +175,7 @@ def test_select_model_privately_at_huge_epsilon(eps):
 def test_huge_radius_arguments_work():
     X, g = _data(n_users=300)
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+        warnings.simplefilter("ignore", AccuracyWarning)
         for delta in (1e-6, 0.0):
             est = ClipNoiseMeanEstimator(delta=delta, radius=1e300, center=0.0,
                                          random_state=0).fit(X, groups=g)
@@ -232,7 +233,7 @@ def test_huge_n_steps_of_coinpress_is_refused_up_front():
 def test_bounds_1e300_work(cls):
     X, g = _data(n_users=300)
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+        warnings.simplefilter("ignore", AccuracyWarning)
         est = cls(bounds=(-1e300, 1e300), random_state=0).fit(X, groups=g)
     assert np.isfinite(est.mean_).all()
 
@@ -318,7 +319,7 @@ def test_no_floating_point_warning_reveals_an_extreme_user(value, n_jobs):
     # log's reader that such a user exists. Any other warning (accuracy) may
     # stay: it depends on public values and released outputs only.
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+        warnings.simplefilter("ignore", AccuracyWarning)
         warnings.simplefilter("error", RuntimeWarning)
         _fits_with_one_extreme_user(value, n_jobs)
 
@@ -361,7 +362,7 @@ def test_spend_never_exceeds_the_request(epsilon, delta):
         else:
             args = (X, y) if hasattr(est, "predict") else (X,)
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
+            warnings.simplefilter("ignore", AccuracyWarning)
             try:
                 est.fit(*args, groups=g)
             except ValueError as exc:  # a clear refusal, nothing released

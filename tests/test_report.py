@@ -39,6 +39,9 @@ def test_command_line_prints_the_estimate_and_writes_a_png(tmp_path):
          "patient", "--epsilon", "1", "--bounds", "0,200", "--png", str(png)],
         capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
+    # (pytest's warning filters do not reach the subprocess: its warnings
+    # would only be printed to its stderr; declared bounds, 1500 users: none)
+    assert "Warning" not in run.stderr, run.stderr
     assert "1500 users" in run.stdout and "privacy spent" in run.stdout
     assert "age" in run.stdout and "weight" in run.stdout
     image = mpimg.imread(png)
@@ -61,9 +64,10 @@ def test_errors_are_clear(tmp_path, capsys):
 
 def test_report_values_come_from_the_fit_and_the_public_plans(tmp_path):
     data = _write_csv(tmp_path / "clinic.csv")
-    res = run_report(data, groups="patient", epsilon=1.0, delta=1e-6,
-                     bounds="0,200", png=tmp_path / "r.png", random_state=0,
-                     out=open(tmp_path / "log.txt", "w"))
+    with open(tmp_path / "log.txt", "w") as log:
+        res = run_report(data, groups="patient", epsilon=1.0, delta=1e-6,
+                         bounds="0,200", png=tmp_path / "r.png", random_state=0,
+                         out=log)
     est = res["estimator"]
     assert est.epsilon_ <= 1.0 and est.n_users_ == 1500
     assert res["noise_std"] == est.noise_std_ > 0
@@ -249,8 +253,10 @@ def test_the_missing_value_policy_by_hand(tmp_path, capsys):
             ["w", " . ", "4"]] + [[f"z{u}", str(u % 7), str(u % 5)]
                                   for u in range(60)]
     data = _table_csv(tmp_path / "t.csv", rows, header=("patient", "a", "b"))
-    res = run_report(data, groups="patient", epsilon=1e9, bounds="a=0:20,b=-2:8",
-                     fill="b=-1", random_state=0, out=open(tmp_path / "o", "w"))
+    with open(tmp_path / "o", "w") as out:
+        res = run_report(data, groups="patient", epsilon=1e9,
+                         bounds="a=0:20,b=-2:8", fill="b=-1", random_state=0,
+                         out=out)
     # rows in the order of the sorted ids: u, v, w, z0, z1, z10, z11, ...
     z = sorted(range(60), key=str)
     expected = np.array([[2.0, 7.0], [10.0, -1.0], [10.0, 3.0]]

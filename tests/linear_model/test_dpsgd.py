@@ -67,6 +67,14 @@ ALLOWED_ATTRIBUTES = {"coef_", "intercept_", "classes_", "n_iter_", "n_users_",
 #: are the data themselves (mid 0, half 1: z = x, y_z = y, coef_ = w)
 BOX = dict(bounds=(-1.0, 1.0), target_bounds=(-1.0, 1.0))
 
+#: the plan-accuracy AccuracyWarning (tested in test_plan_warnings.py)
+NOISY = "noise term of this plan's public excess-risk bound"
+#: for the spend, plan and API tests whose few users and small budgets make
+#: some but not all of their fits warn that the plan is noisy (the plan
+#: depends on the mode, and on the private releases behind the step size)
+noisy_plans_expected = pytest.mark.filterwarnings(
+    f"ignore:.*{NOISY}:skuserdp.exceptions.AccuracyWarning")
+
 
 # ------------------------------------------------------------------ data
 def _users(n=100, seed=0, d=2):
@@ -148,6 +156,7 @@ MODES = [(agg, solver, cal, delta)
          for delta in (1e-6, 0.0)]
 
 
+@noisy_plans_expected  # 27 of the 32 modes, with 64 users at epsilon 1
 @pytest.mark.parametrize("aggregator,solver,calibration,delta", MODES)
 @pytest.mark.parametrize("Est", [UserDPSGDRegressor, UserDPSGDClassifier])
 def test_spend_never_exceeds_the_targets(Est, aggregator, solver, calibration,
@@ -188,7 +197,10 @@ def test_spend_with_one_parameter_and_many_paper_steps():
     est = UserDPSGDRegressor(epsilon=1.0, aggregator="winsorized", tau=0.5,
                              calibration="paper", fit_intercept=False,
                              max_iter=200, random_state=0)
-    est.fit(X, X[:, 0], groups=np.arange(1000))
+    # the learned boxes and this paper plan are rightly flagged
+    with pytest.warns(AccuracyWarning, match="bounds='auto' learns the box"), \
+            pytest.warns(AccuracyWarning, match=NOISY):
+        est.fit(X, X[:, 0], groups=np.arange(1000))
     assert est.epsilon_ <= 1.0
 
 
@@ -196,8 +208,9 @@ def test_poisson_sampled_fit_spends_at_most_the_target(cached_poisson):
     X, score, groups, rows, _ = _users(200, seed=2)
     # declared boxes; clip_norm="auto" is G under Poisson sampling (not zCDP)
     est = UserDPSGDRegressor(epsilon=1.0, delta=1e-6, sampling_rate=0.2,
-                             max_iter=10, random_state=0, **BOX).fit(X, score,
-                                                                     groups=groups)
+                             max_iter=10, random_state=0, **BOX)
+    with pytest.warns(AccuracyWarning, match=NOISY):  # 40 users a step
+        est.fit(X, score, groups=groups)
     assert est.epsilon_ <= 1.0 and est.delta_ == 1e-6 and est.rho_ is None
     z, loss = _cached_calibration(1.0, 1e-6, 0.2, 10, n_params=3, tau=2.0)
     assert est.privacy_loss_ == loss
@@ -237,7 +250,9 @@ def test_fitted_spend_is_the_rebuilt_plan_loss():
     est = UserDPSGDRegressor(standardize=False,
                              epsilon=0.7, delta=1e-7, alpha=0.1, max_iter=30,
                              clip_norm=G, learning_rate=eta, random_state=0,
-                             **BOX).fit(X, score, groups=groups)
+                             **BOX)
+    with pytest.warns(AccuracyWarning, match=NOISY):  # 80 users at epsilon 0.7
+        est.fit(X, score, groups=groups)
     plan = _squared_plan(80, 3, epsilon=0.7, delta=1e-7, max_iter=30, alpha=0.1,
                          clip_norm=G, learning_rate=eta)
     assert est.privacy_loss_ == plan.loss
@@ -292,6 +307,7 @@ def _recorded_plans(est, X, y, groups, monkeypatch):
 # in test_public_scale.py)
 @pytest.mark.parametrize("aggregator", ["clip", "winsorized"])
 @pytest.mark.parametrize("solver", ["gd", "phased_erm"])
+@noisy_plans_expected  # 60 users at epsilon 1
 def test_plans_do_not_depend_on_the_data(aggregator, solver, boxes, monkeypatch):
     # Same public shape (n users, d features, declared samples_per_user),
     # different rows, targets and even numbers of rows per user. A numeric
@@ -809,7 +825,8 @@ def test_n_iter_and_verbose_lines(capsys):
                               epsilon=1.0, solver="phased_erm", max_iter=5,
                               verbose=2, classes=[0, 1], samples_per_user=2,
                               bounds=BOX["bounds"], clip_norm=G, random_state=0)
-    clf.fit(X, (score > 0).astype(int), groups=groups)
+    with pytest.warns(AccuracyWarning, match=NOISY):  # 40 users, Phased ERM
+        clf.fit(X, (score > 0).astype(int), groups=groups)
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == clf.n_iter_
     pattern = re.compile(r"^\[PhasedERM phase \d+/\d+\] step \d+/\d+$")
@@ -823,6 +840,7 @@ def test_n_iter_and_verbose_lines(capsys):
     assert clf.n_iter_ == plan.n_steps
 
 
+@noisy_plans_expected  # the winsorized Phased ERM of 40 users
 def test_only_public_fitted_attributes():
     X, score, groups = _small()
     import pandas as pd
@@ -916,6 +934,7 @@ def test_bad_inputs_give_clear_errors():
         UserDPSGDRegressor(**BOX).fit(sp.csr_matrix(X), score, groups=groups)
 
 
+@noisy_plans_expected  # 40 users at epsilon 1 (the plan of seed 4 is not)
 def test_inputs_are_not_modified_and_seeds_reproduce():
     X, score, groups = _small()
     X[0] = [3.0, 4.0]  # outside the box: clipped in a copy
@@ -997,7 +1016,7 @@ def test_grid_search_with_the_default_score(routing, Est):
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)  # "Scoring failed"
         # 40 training users at epsilon 0.5 rightly warn that the plan is noisy
-        warnings.simplefilter("ignore", AccuracyWarning)
+        warnings.filterwarnings("ignore", f".*{NOISY}", AccuracyWarning)
         gs.fit(X, y, groups=groups)
     assert np.isfinite(gs.cv_results_["mean_test_score"]).all()
 

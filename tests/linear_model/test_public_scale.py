@@ -19,6 +19,7 @@ import pytest
 from sklearn.base import clone
 
 import skuserdp.linear_model._dpsgd as dpsgd_module
+from skuserdp.exceptions import AccuracyWarning
 from skuserdp.mechanisms._private_bounds import BOUNDS_SHARE_ZCDP
 from skuserdp.linear_model import UserDPLinearRegression, UserDPSGDRegressor
 from skuserdp.linear_model._base import PublicScale
@@ -178,7 +179,7 @@ def _row_bound(d):
 
 def _fit_quietly(est, X, y, groups):
     with warnings.catch_warnings():  # the learned boxes' accuracy warnings
-        warnings.simplefilter("ignore")
+        warnings.simplefilter("ignore", AccuracyWarning)
         return est.fit(X, y, groups=groups)
 
 

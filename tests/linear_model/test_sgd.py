@@ -779,6 +779,10 @@ def test_strongly_convex_schedule_is_not_better_with_noisy_gradients():
     assert ratios.max() >= 10.0
 
 
+# the plan of 50 users without an intercept is noisy, and says so (tested in
+# test_plan_warnings.py): this test is about its schedule
+@pytest.mark.filterwarnings("ignore:.*noise term of this plan's public excess-risk"
+                            ":skuserdp.exceptions.AccuracyWarning")
 def test_gd_with_l2_penalty_plans_the_convex_schedule(monkeypatch):
     # OUR CHOICE (docs: "Optimisers"): the L2 penalty does not switch
     # solver="gd" to the strongly convex schedule (measured above; with

@@ -4,8 +4,10 @@ theorem oracles, rates, tau handling, estimator behaviour and audits.
 Spec: shared/specs/levy2021_user_level_learning.md §3.2-3.6, §6, §7.
 """
 
+import contextlib
 import dataclasses
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -543,7 +545,14 @@ def test_auto_tau_spend_meets_target(calibration, delta):
     g = np.repeat(np.arange(100), 3)
     est = WinsorizedMeanEstimator(epsilon=0.7, delta=delta, bounds=(-3.0, 3.0),
                                   calibration=calibration, random_state=0)
-    est.fit(X, groups=g)
+    # the paper's constants give 100 users a noise wider than the box, and
+    # say so (public); that noise may put the estimate on the box's edge
+    with (pytest.warns(AccuracyWarning, match="noise of this release alone")
+          if calibration == "paper" else contextlib.nullcontext()), \
+            warnings.catch_warnings():
+        warnings.filterwarnings("ignore", ".*lies on or outside the public box",
+                                AccuracyWarning)
+        est.fit(X, groups=g)
     assert _meets(est.privacy_loss_, 0.7, delta)
     assert est.epsilon_ <= 0.7 and est.delta_ <= delta
 
@@ -560,7 +569,11 @@ def test_learned_box_composes_with_every_route(delta):
     for est in (WinsorizedMeanEstimator(epsilon=1.0, delta=delta, random_state=0),
                 UserMeanEstimator(epsilon=1.0, delta=delta, method="winsorized",
                                   random_state=0)):
-        est.fit(X, groups=g)
+        # pure DP: the box's share (epsilon 0.025 a release) is too small for
+        # the box to be reliable, and the fit says so (public)
+        with (pytest.warns(AccuracyWarning, match="bounds='auto' learns the box")
+              if delta == 0 else contextlib.nullcontext()):
+            est.fit(X, groups=g)
         assert _meets(est.privacy_loss_, 1.0, delta)
         assert est.epsilon_ <= 1.0 and est.delta_ <= delta
         assert np.linalg.norm(est.mean_ - mu) < 1.0
@@ -587,8 +600,12 @@ def test_release_is_inside_the_box_and_inputs_untouched():
     X0 = X.copy()
     g = np.repeat(np.arange(20), 3)
     box = np.array([1.0, 2.0, 3.0])
-    est = WinsorizedMeanEstimator(epsilon=0.1, bounds=(-box, box),
-                                  random_state=0).fit(X, groups=g)
+    est = WinsorizedMeanEstimator(epsilon=0.1, bounds=(-box, box), random_state=0)
+    # the users are outside the box, and 20 users at epsilon 0.1 get a noise
+    # wider than the box: both are said
+    with pytest.warns(AccuracyWarning, match="lies on or outside the public box"), \
+            pytest.warns(AccuracyWarning, match="noise of this release alone"):
+        est.fit(X, groups=g)
     assert np.all(np.abs(est.mean_) <= [1.0, 2.0, 3.0])
     np.testing.assert_array_equal(X, X0)
 
@@ -670,8 +687,12 @@ def test_audit_d1(pair, calibration, delta):
     res = audit_estimator(est, X, Xp, groups=g, groups_prime=gp, n_runs=2000,
                           random_state=0)
     assert not res.violation, str(res)
-    # The audit exercised the intended route.
-    assert est.fit(X, groups=g).route_.startswith("box") == (calibration == "box")
+    # The audit exercised the intended route. (Only the public route is
+    # checked: the worst-case pairs put users on the box's edge, and 5 users
+    # are too few for the paper's range step; the fit rightly warns.)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", AccuracyWarning)
+        assert est.fit(X, groups=g).route_.startswith("box") == (calibration == "box")
 
 
 def test_audit_flags_a_broken_winsorized_mean(monkeypatch):

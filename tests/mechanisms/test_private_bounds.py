@@ -364,7 +364,11 @@ def test_rare_binary_feature_gets_a_flat_box_and_a_warning():
     # (width ~0) and the estimate sits on it: a loud warning, not silence
     rng = np.random.default_rng(0)
     X = np.c_[rng.normal(5.0, 1.0, 3000), (rng.random(3000) < 0.1).astype(float)]
-    with pytest.warns(AccuracyWarning, match=r"flat box for column\(s\) \[1\]"):
+    # (and, about column 1 only: the estimate sits on the flat box, and the
+    # noise is wider than it)
+    with pytest.warns(AccuracyWarning, match=r"flat box for column\(s\) \[1\]"), \
+            pytest.warns(AccuracyWarning, match=r"feature\(s\) \[1\] lies on"), \
+            pytest.warns(AccuracyWarning, match=r"feature\(s\) \[1\] by"):
         est = ClipNoiseMeanEstimator(random_state=0).fit(X, groups=np.arange(3000))
     assert est.bounds_[1][1] - est.bounds_[0][1] < 1e-3
 
@@ -430,7 +434,11 @@ def test_a_far_too_wide_column_names_the_swamped_features():
     rng = np.random.default_rng(0)
     X, g = rng.normal(size=(6000, 3)), np.repeat(np.arange(3000), 2)
     lower, upper = np.array([-5.0, -1e6, -5.0]), np.array([5.0, 1e6, 5.0])
-    with pytest.warns(AccuracyWarning, match=r"feature\(s\) \[0, 2\] by"):
+    with pytest.warns(AccuracyWarning, match=r"feature\(s\) \[0, 2\] by"), \
+            warnings.catch_warnings():
+        # that noise may well push the swamped estimates onto their box's edge
+        warnings.filterwarnings("ignore", ".*lies on or outside the public box",
+                                AccuracyWarning)
         ClipNoiseMeanEstimator(bounds=(lower, upper), random_state=0).fit(X, groups=g)
 
 

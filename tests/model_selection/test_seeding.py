@@ -28,6 +28,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer
 
 import skuserdp.utils._random as random_module
+from skuserdp.exceptions import AccuracyWarning
 from skuserdp.mean import ClipNoiseMeanEstimator
 from skuserdp.model_selection import BudgetedEstimator, PrivateGridSearch
 from skuserdp.privacy import BudgetAccountant
@@ -148,7 +149,9 @@ def _loo_noises(random_state, n=40, d=4):
                                  random_state=random_state)
     with sklearn.config_context(enable_metadata_routing=True), \
             warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # box-edge warnings of noisy fits
+        # box-edge warnings of noisy fits
+        warnings.filterwarnings("ignore", ".*lies on or outside the public box",
+                                AccuracyWarning)
         out = cross_validate(est, X, params={"groups": g}, cv=LeaveOneGroupOut(),
                              return_estimator=True)
     means = X.reshape(n, 2, d).mean(axis=1)

@@ -58,8 +58,12 @@ def test_every_mean_estimator_is_covered():
 
 @pytest.fixture(scope="module")
 def client():
+    # the scheduler's HTTP server (no dashboard) on a free local port: on the
+    # default 8787, held by any other cluster (a parallel test run), it would
+    # move elsewhere with a UserWarning
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None,
+                                  dashboard_address="127.0.0.1:0",
+                                  scheduler_kwargs={"dashboard": False},
                                   silence_logs=logging.ERROR) as cluster, \
             distributed.Client(cluster) as c:
         yield c
