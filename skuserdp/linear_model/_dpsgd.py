@@ -8,7 +8,6 @@ ids into per-user average gradients and public constants.
 """
 
 import math
-import warnings
 from functools import partial
 from numbers import Integral, Real
 
@@ -30,6 +29,7 @@ from ..users._dask import is_dask_collection
 from ..users._groups import _has_missing
 from ..users._resolve import check_min_users
 from ..utils._random import fit_random_state, make_seed_sequence
+from ..utils._warnings import warn_at_caller
 from ._base import (
     BOX_PARAMS_DOC,
     UserDPRegressorMixin,
@@ -413,14 +413,13 @@ class _BaseUserDPSGD(_UserDPLinearModel):
                       * step_plan.radius)
         scale = loss.loss_at_zero(1.0, n_outputs)
         if noise_term > scale:
-            warnings.warn(
+            warn_at_caller(
                 f"{type(self).__name__}: the noise term of this plan's public "
                 f"excess-risk bound ({noise_term:.3g}, in the box units of the "
                 f"data) exceeds the largest loss of the zero model ({scale:.3g}): "
                 "the fit is likely dominated by noise. Use more users, a larger "
                 "epsilon, aggregator='clip' with calibration='tight' (the "
-                "defaults), or tighter declared bounds.",
-                AccuracyWarning, stacklevel=4)
+                "defaults), or tighter declared bounds.", AccuracyWarning)
 
     @staticmethod
     def _check_plan_loss(plan, pre_loss):

@@ -28,7 +28,6 @@ The rule (``method="auto"``):
 """
 
 import math
-import warnings
 from numbers import Integral, Real
 
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -38,6 +37,7 @@ from ..exceptions import AccuracyWarning
 from ..privacy import ZCDP, zcdp_rho_for
 from ..utils._docstrings import fill_doc
 from ..utils._validation import check_center
+from ..utils._warnings import warn_at_caller
 from ._base import UserLevelMeanEstimator
 from ._clip_noise import ClipNoiseMeanEstimator, plan_clip_noise
 from ._coinpress import DECLARED_BOX_STEPS, CoinPressMeanEstimator, plan_coinpress
@@ -353,10 +353,10 @@ class UserMeanEstimator(UserLevelMeanEstimator):
                 samples_per_user=self.samples_per_user,
                 moment_order=self.moment_order, moment_bound=self.moment_bound)
             if HOPELESS in reason:
-                warnings.warn(
+                warn_at_caller(
                     f"UserMeanEstimator: {reason}. Expect an error comparable to "
                     "the box; declare a radius (few-users estimator) or use more "
-                    "users or a larger epsilon.", AccuracyWarning, stacklevel=4)
+                    "users or a larger epsilon.", AccuracyWarning)
         else:
             method, reason = self.method, "chosen by the user"
         self._delegate_, self._method, self._reason = (self._delegate(method), method,

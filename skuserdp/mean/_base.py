@@ -14,7 +14,6 @@ differ in all rows of one user, with the number of users public.
 """
 
 import math
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -29,6 +28,7 @@ from ..users._resolve import fit_user_means, held_out_user_means
 from ..utils._numeric import quiet_floating_point, stable_norm
 from ..utils._random import fit_random_state
 from ..utils._validation import check_bounds, feature_labels
+from ..utils._warnings import warn_at_caller
 
 __all__ = ["FitBudget", "UserLevelMeanEstimator"]
 
@@ -224,15 +224,14 @@ class UserLevelMeanEstimator(UserLevelMixin, BaseEstimator):
         edge = np.flatnonzero((self.mean_ <= budget.lower + tol)
                               | (self.mean_ >= budget.upper - tol))
         if edge.size:
-            warnings.warn(
+            warn_at_caller(
                 f"{type(self).__name__}: the estimate of feature(s) "
                 f"{feature_labels(edge, getattr(self, 'feature_names_in_', None))} "
                 "lies on or outside the public box "
                 f"bounds_: the users' means are probably clipped there and the "
                 "estimate is biased. Check bounds (in the units of X)"
                 + (" or use bounds='auto'." if not isinstance(self.bounds, str)
-                   else "; declare them if you know them."),
-                AccuracyWarning, stacklevel=3)
+                   else "; declare them if you know them."), AccuracyWarning)
 
     def _check_noise(self, budget):
         """Warn when the plan's noise alone exceeds the box (post-processing).
@@ -260,15 +259,14 @@ class UserLevelMeanEstimator(UserLevelMixin, BaseEstimator):
         noisy = np.flatnonzero(self.noise_std_ > budget.half_width)
         if noisy.size:
             names = getattr(self, "feature_names_in_", None)
-            warnings.warn(
+            warn_at_caller(
                 f"{type(self).__name__}: the noise of this release alone is "
                 f"expected to move the estimate of feature(s) "
                 f"{feature_labels(noisy, names)} by {self.noise_std_:.3g} "
                 "(standard deviation, from the public plan), more than half the "
                 "width of their box bounds_: the box's midpoint would likely be "
                 "closer to the truth there. Use more users, a larger epsilon or "
-                "tighter declared bounds.",
-                AccuracyWarning, stacklevel=3)
+                "tighter declared bounds.", AccuracyWarning)
 
     def _set_fitted(self, mean, n_users, loss):
         """Record the fitted mean, the number of users and the spend."""

@@ -87,7 +87,6 @@ estimator.
 
 import functools
 import math
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -109,6 +108,7 @@ from ..privacy import (
 from ..utils._docstrings import fill_doc
 from ..utils._random import generator_from, make_seed_sequence
 from ..utils._validation import check_center, check_positive_scalar
+from ..utils._warnings import warn_at_caller
 from ._base import UserLevelMeanEstimator
 
 __all__ = [
@@ -1392,19 +1392,16 @@ class FewUsersBallEstimator(UserLevelMeanEstimator):
         self.failure_probability_ = plan.failure_bound
         self.method_ = plan.method
         if self.failure_probability_ > self.alpha:
-            warnings.warn(
+            warn_at_caller(
                 f"{type(self).__name__}: with {U.shape[0]} users the accuracy "
                 f"guarantee holds only with probability "
                 f"{1 - self.failure_probability_:.3g} (< 1 - alpha); use more users, "
                 "a larger epsilon or delta (the privacy guarantee is unaffected).",
-                AccuracyWarning, stacklevel=3,
-            )
+                AccuracyWarning)
         if self.garbage_:
-            warnings.warn(
+            warn_at_caller(
                 f"{type(self).__name__}: the mechanism released its garbage bucket "
                 "(the data were too spread for the radius, or bad luck); mean_ is "
-                "the public fallback and garbage_ is True.",
-                AccuracyWarning, stacklevel=3,
-            )
+                "the public fallback and garbage_ is True.", AccuracyWarning)
             return np.array(fallback, dtype=np.float64), loss
         return location, loss

@@ -132,7 +132,6 @@ through them.
 
 
 import math
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -161,6 +160,7 @@ from ..privacy import (
 from ..utils._docstrings import fill_doc
 from ..utils._random import generator_from, make_seed_sequence
 from ..utils._validation import check_center, check_positive_scalar, feature_labels
+from ..utils._warnings import warn_at_caller
 from ._base import UserLevelMeanEstimator
 from ._clip_noise import _clip_noise_mean, clip_noise_mean, plan_clip_noise
 from ._concentration import private_tau, private_tau_min_users
@@ -518,10 +518,10 @@ def _run_1d(S, stages, random_state):
             coarse, epsilon=stage_eps, delta=stage_delta, width=r,
             random_state=coarse_seed)
         if math.isnan(center):
-            warnings.warn(
+            warn_at_caller(
                 "the coarse step released no bucket; the centre falls back to 0 "
                 "(a public default). Privacy is unaffected; use more users or a "
-                "larger epsilon or delta.", AccuracyWarning, stacklevel=3)
+                "larger epsilon or delta.", AccuracyWarning)
             center = 0.0
     coarse_center, losses = center, [coarse_loss]
     if n_r > 0:
@@ -661,12 +661,12 @@ def coarse_estimate(user_means, *, epsilon, delta, moment_bound, samples_per_use
     basic = (epsilon / d, delta / d)
     threshold = stability_histogram_threshold(eps0, delta0)[1]
     if U.shape[0] < threshold:
-        warnings.warn(
+        warn_at_caller(
             f"{U.shape[0]} users are too few for the coarse step: a bucket needs "
             f"a noisy count of at least {threshold} to be released at this "
             "per-coordinate budget, so every coordinate falls back to 0 (a public "
             "default). Privacy is unaffected; use more users, a larger epsilon "
-            "or delta.", AccuracyWarning, stacklevel=3)
+            "or delta.", AccuracyWarning)
     mids, step_loss = stability_histogram_argmax(U.T, epsilon=eps0, delta=delta0,
                                                  width=width, random_state=random_state)
     failed = np.isnan(mids)
@@ -674,11 +674,11 @@ def coarse_estimate(user_means, *, epsilon, delta, moment_bound, samples_per_use
     if failed.any() and U.shape[0] >= threshold:
         # "No bucket kept" is part of the private output: warning on it is
         # post-processing.
-        warnings.warn(
+        warn_at_caller(
             f"the coarse step released no bucket for {int(failed.sum())} of {d} "
             "coordinates; they fall back to 0 (a public default) and the estimate "
             "may be far off there. Privacy is unaffected; use more users, a larger "
-            "epsilon or delta.", AccuracyWarning, stacklevel=3)
+            "epsilon or delta.", AccuracyWarning)
     if d == 1:
         loss = step_loss
     elif (eps0, delta0) == basic:
@@ -1640,11 +1640,11 @@ def _plan_pure(n, d, epsilon, *, bound, moment_bound, samples_per_user, moment_o
              for share in COARSE_SHARES), key=lambda pair: pair[1])
         if not math.isfinite(coarse_alpha):
             coarse_alpha = 2.0 * R
-            warnings.warn(
+            warn_at_caller(
                 f"{half} users are too few for the coarse step to be reliable at "
                 f"epsilon/d = {epsilon / d:g}; the fine grid covers the whole box "
                 "and the estimate may be far off. Privacy is unaffected.",
-                AccuracyWarning, stacklevel=4)
+                AccuracyWarning)
         # The grid must cover the coarse error, and the fine step must be able
         # to certify its target: the larger of the two (public).
         alpha = coarse_alpha
@@ -1662,12 +1662,12 @@ def _plan_pure(n, d, epsilon, *, bound, moment_bound, samples_per_user, moment_o
                           calibration=calibration)
     _check_cost(fine, d, max_comparisons)
     if not fine["feasible"]:
-        warnings.warn(
+        warn_at_caller(
             f"{n - half} fine users are too few for the fine step to "
             f"certify accuracy alpha={alpha:.3g} (a good candidate's score bound "
             f"{fine['good_score']} < {fine['needed_score']:.1f} needed); "
             "the estimate is still private but may be off by up to "
-            f"{2 * alpha:.3g} per coordinate.", AccuracyWarning, stacklevel=4)
+            f"{2 * alpha:.3g} per coordinate.", AccuracyWarning)
     return dict(epsilon=epsilon, bound=R, moment_bound=M, samples_per_user=m,
                 moment_order=moment_order, calibration=calibration, n_coarse=half,
                 n_fine=n - half, coarse_fraction=coarse_fraction, alpha=alpha,
@@ -2191,10 +2191,10 @@ class ThreadedClipNoiseEstimator(UserLevelMeanEstimator):
         else:
             route = "threaded"
             if self.delta >= 1.0 / n:
-                warnings.warn(
+                warn_at_caller(
                     f"delta={self.delta:g} is not below 1/n_users = {1 / n:.3g}: the "
                     "guarantee allows releasing a user's data outright.",
-                    UserWarning, stacklevel=3)
+                    UserWarning)
         plan = plan_person_level(
             n, d, budget=PureDP(eps) if delta == 0 else ApproxDP(eps, delta),
             moment_bound=self.moment_bound, samples_per_user=self.samples_per_user,

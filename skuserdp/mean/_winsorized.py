@@ -113,7 +113,6 @@ budget, and wraps the core as a function, an estimator and a query engine.
 
 
 import math
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -152,6 +151,7 @@ from ..utils._docstrings import fill_doc
 from ..utils._numeric import all_finite, stable_norm
 from ..utils._random import generator_from, make_seed_sequence
 from ..utils._validation import check_bound, check_positive_scalar
+from ..utils._warnings import warn_at_caller
 from ._base import UserLevelMeanEstimator
 from ._concentration import (
     private_tau,
@@ -615,14 +615,12 @@ def _budget(epsilon, delta):
 def _warn_if_unreliable(plan, gamma):
     bound = plan.range_failure_bound
     if bound > gamma:
-        warnings.warn(
+        warn_at_caller(
             f"With {plan.n_users} users, the range step of this plan misses the "
             f"bulk of some of its {plan.n_padded} coordinates with probability up to "
             f"{bound:.2g} > gamma={gamma:g}: the estimate can be far off (the "
             "privacy guarantee is unaffected). calibration='tight' avoids this, "
-            "or use more users or a larger epsilon.",
-            AccuracyWarning, stacklevel=3,
-        )
+            "or use more users or a larger epsilon.", AccuracyWarning)
 
 
 def _range_step_can_win(n_users, n_features, value_range, full, rest, gamma):

@@ -31,7 +31,6 @@ arithmetic is in :mod:`skuserdp.privacy`.
 
 import math
 import numbers
-import warnings
 from typing import NamedTuple
 
 import numpy as np
@@ -54,6 +53,7 @@ from ..utils._docstrings import fill_doc
 from ..utils._numeric import quiet_floating_point
 from ..utils._random import generator_from, make_seed_sequence
 from ..utils._validation import check_positive_scalar
+from ..utils._warnings import warn_at_caller
 
 __all__ = [
     "SelectionResult",
@@ -389,15 +389,13 @@ def private_selection(user_losses, *, epsilon, loss_bound, tau="auto",
                 "max_iter='auto' or a larger cap."
             )
         if horizon * plan.range_failure_bound > alpha / 5.0:
-            warnings.warn(
+            warn_at_caller(
                 f"With {n_users} users the range step of the {n_candidates}-candidate "
                 f"selection may miss the bulk with probability up to "
                 f"{min(1.0, horizon * plan.range_failure_bound):.2g} > alpha/5: "
                 "Theorem 6's accuracy guarantee does not hold (the privacy guarantee "
                 "is unaffected). Use more users, a larger epsilon or "
-                "calibration='tight'.",
-                AccuracyWarning, stacklevel=2,
-            )
+                "calibration='tight'.", AccuracyWarning)
 
         # Per-user projection onto [0, B] (NaN -> B): free, and makes the
         # support assumption true. Shift to the plan's range [-B/2, B/2].
@@ -693,12 +691,10 @@ def select_model_privately(candidates, X, y, *, groups, epsilon, loss_bound,
         raise ValueError(f"loss={loss!r} needs y.")
     check_groups_alignment(groups, X)
     if groups is None:
-        warnings.warn(
+        warn_at_caller(
             "select_model_privately got groups=None: every row is treated as its "
             "own user, so the guarantee protects single rows (item-level), not "
-            "users. Pass groups= (one user id per row).",
-            ItemLevelPrivacyWarning, stacklevel=2,
-        )
+            "users. Pass groups= (one user id per row).", ItemLevelPrivacyWarning)
     with quiet_floating_point():  # the candidates predict on private rows
         per_user = _user_losses(candidates, X, y, groups, loss, B).T
     result = private_selection(
