@@ -28,6 +28,7 @@ from sklearn.utils._param_validation import Interval, Real
 
 from ..base import BOUNDS_CONSTRAINTS
 from ..mechanisms import add_noise, calibrate_noise, choose_grid, lattice_sensitivity
+from ..mechanisms._additive import _mean_noise_variance
 from ..mechanisms._lattice import encode_sum
 from ..privacy import ApproxDP, PureDP
 from ..utils._docstrings import fill_doc
@@ -158,11 +159,7 @@ class ClipNoisePlan:
     @property
     def noise_variance(self):
         """Variance bound of the noise of one coordinate of the mean."""
-        sd = self.noise.std * self.grid / self.n_users
-        try:
-            return sd ** 2
-        except OverflowError:  # radii near the float64 limit
-            return math.inf
+        return _mean_noise_variance(self.noise, self.grid, self.n_users)
 
 
 def plan_clip_noise(n_users, n_features, *, budget, radius, calibration="tight"):

@@ -131,6 +131,7 @@ from ..mechanisms import (
     padded_dimension,
     private_range_window,
 )
+from ..mechanisms._additive import _mean_noise_variance
 from ..mechanisms._lattice import _shift_and_clip, encode_sum
 from ..mechanisms._private_range import MAX_BINS, sample_bins
 from ..privacy import (
@@ -245,11 +246,7 @@ class WinsorizedPlan:
     @property
     def noise_variance(self):
         """Variance of the noise of one (rotated) coordinate of the mean."""
-        sd = self.noise.std * self.grid / self.n_users
-        try:
-            return sd ** 2
-        except OverflowError:  # radii near the float64 limit
-            return math.inf
+        return _mean_noise_variance(self.noise, self.grid, self.n_users)
 
     @property
     def range_failure_bound(self):
