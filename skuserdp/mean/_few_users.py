@@ -108,7 +108,7 @@ from ..privacy import (
 )
 from ..utils._docstrings import fill_doc
 from ..utils._random import generator_from, make_seed_sequence
-from ..utils._validation import check_center, check_positive_scalar
+from ..utils._validation import _check_plan_shape, check_center, check_positive_scalar
 from ._base import UserLevelMeanEstimator
 
 __all__ = [
@@ -1100,11 +1100,7 @@ def few_users_from_plan(user_means, plan, *, random_state=None, n_jobs=None):
     (0, True)
     """
     U = np.ascontiguousarray(user_means, dtype=np.float64)
-    if U.shape != (plan.n_users, plan.n_features):
-        raise ValueError(
-            f"user_means must have shape ({plan.n_users}, {plan.n_features}) to "
-            f"match the plan, got {U.shape}."
-        )
+    _check_plan_shape("user_means", U, plan)
     bad = ~np.isfinite(U).all(axis=1)
     if bad.any():  # a per-user map, on a copy
         U = U.copy()

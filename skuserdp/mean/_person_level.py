@@ -160,7 +160,12 @@ from ..privacy import (
 )
 from ..utils._docstrings import fill_doc
 from ..utils._random import generator_from, make_seed_sequence
-from ..utils._validation import check_center, check_positive_scalar, feature_labels
+from ..utils._validation import (
+    _check_plan_shape,
+    check_center,
+    check_positive_scalar,
+    feature_labels,
+)
 from ._base import UserLevelMeanEstimator
 from ._clip_noise import _clip_noise_mean, clip_noise_mean, plan_clip_noise
 from ._concentration import private_tau, private_tau_min_users
@@ -1932,10 +1937,7 @@ def person_level_from_plan(user_means, plan, *, center=None, random_state=None,
     (True, True)
     """
     U = np.asarray(user_means, dtype=np.float64)
-    if U.shape != (plan.n_users, plan.n_features):
-        raise ValueError(
-            f"user_means must have shape ({plan.n_users}, {plan.n_features}) to "
-            f"match the plan, got {U.shape}.")
+    _check_plan_shape("user_means", U, plan)
     _check_finite(U, "user_means")
     mid = None if center is None else check_center(center, plan.n_features)
     if plan.route == "threaded":

@@ -152,7 +152,7 @@ from ..privacy import (
 from ..utils._docstrings import fill_doc
 from ..utils._numeric import all_finite, stable_norm
 from ..utils._random import generator_from, make_seed_sequence
-from ..utils._validation import check_bound, check_positive_scalar
+from ..utils._validation import _check_plan_shape, check_bound, check_positive_scalar
 from ._base import UserLevelMeanEstimator
 from ._concentration import (
     private_tau,
@@ -515,11 +515,7 @@ def winsorized_mean_from_plan(vectors, plan, *, random_state=None, n_jobs=None):
     array([0.25, 0.25])
     """
     V = np.asarray(vectors, dtype=np.float64)
-    if V.shape != (plan.n_users, plan.n_features):
-        raise ValueError(
-            f"vectors must have shape ({plan.n_users}, {plan.n_features}) to match "
-            f"the plan, got {V.shape}."
-        )
+    _check_plan_shape("vectors", V, plan)
     return _from_plan(V, plan, random_state, n_jobs)
 
 
