@@ -314,10 +314,7 @@ class ClipNoiseMeanEstimator(UserLevelMeanEstimator):
     bounds_ : tuple (lower, upper) or None
         The box used (declared, or learned privately); ``None`` when a
         clipping ball was declared.
-    noise_std_ : float
-        Standard deviation of the release's noise on each feature of
-        ``mean_``, from the public plan (no privacy cost; clipping bias not
-        included): ``mean_ ± 1.96·noise_std_`` is the noise's 95 % range.
+    {noise_std_}
     n_users_ : int
         Number of users seen in ``fit``.
     epsilon_ : float
@@ -329,11 +326,7 @@ class ClipNoiseMeanEstimator(UserLevelMeanEstimator):
         zCDP parameter of the release (for δ = 0: ε²/2, implied by pure DP).
     privacy_loss_ : PureDP or ZCDP
         The native guarantee of the release, for composing with other fits.
-    n_features_in_ : int
-        Number of features seen during ``fit``.
-    feature_names_in_ : ndarray of shape (`n_features_in_`,)
-        Names of features seen during ``fit``. Defined only when ``X`` has
-        feature names that are all strings.
+    {feature_attributes}
 
     See Also
     --------

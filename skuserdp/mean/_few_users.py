@@ -1292,11 +1292,7 @@ class FewUsersBallEstimator(UserLevelMeanEstimator):
         This mechanism has no zCDP guarantee.
     privacy_loss_ : ApproxDP
         The native guarantee of the release.
-    n_features_in_ : int
-        Number of features seen during ``fit``.
-    feature_names_in_ : ndarray of shape (`n_features_in_`,)
-        Names of features seen during ``fit``. Defined only when ``X`` has
-        feature names that are all strings.
+    {feature_attributes}
 
     See Also
     --------

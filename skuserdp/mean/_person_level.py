@@ -2050,10 +2050,7 @@ class ThreadedClipNoiseEstimator(UserLevelMeanEstimator):
         zCDP parameter when the guarantee is pure (ε²/2), else None.
     privacy_loss_ : PureDP or ApproxDP
         The native guarantee.
-    n_features_in_ : int
-        Number of features seen during ``fit``.
-    feature_names_in_ : ndarray of shape (`n_features_in_`,)
-        Names of features seen during ``fit`` (string names only).
+    {feature_attributes}
 
     See Also
     --------

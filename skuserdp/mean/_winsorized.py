@@ -969,10 +969,7 @@ class WinsorizedMeanEstimator(UserLevelMeanEstimator):
         with zCDP, the paper's plan, or clip-and-noise on the public box
         without a range step (see ``calibration``). A function of public
         values and ``tau_`` only.
-    noise_std_ : float
-        Standard deviation of the release's noise on each feature of
-        ``mean_``, from the public plan (no privacy cost; clipping bias not
-        included): ``mean_ ± 1.96·noise_std_`` is the noise's 95 % range.
+    {noise_std_}
     n_users_ : int
         Number of users seen in ``fit``.
     epsilon_ : float
@@ -984,11 +981,7 @@ class WinsorizedMeanEstimator(UserLevelMeanEstimator):
         zCDP parameter of the release (ε²/2 for a pure release).
     privacy_loss_ : PureDP, ApproxDP or ZCDP
         The native guarantee of the release, for composing with other fits.
-    n_features_in_ : int
-        Number of features seen during ``fit``.
-    feature_names_in_ : ndarray of shape (`n_features_in_`,)
-        Names of features seen during ``fit``. Defined only when ``X`` has
-        feature names that are all strings.
+    {feature_attributes}
 
     See Also
     --------
