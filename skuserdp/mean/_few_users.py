@@ -108,7 +108,12 @@ from ..privacy import (
 )
 from ..utils._docstrings import fill_doc
 from ..utils._random import generator_from, make_seed_sequence
-from ..utils._validation import _check_plan_shape, check_center, check_positive_scalar
+from ..utils._validation import (
+    _as_2d_float,
+    _check_plan_shape,
+    check_center,
+    check_positive_scalar,
+)
 from ._base import UserLevelMeanEstimator
 
 __all__ = [
@@ -1186,9 +1191,7 @@ def few_users_mean(user_means, *, epsilon, delta, radius, samples_per_user=None,
     >>> bool(np.linalg.norm(loc - 50.0) <= info["error_bound"])
     True
     """
-    U = np.asarray(user_means, dtype=np.float64)
-    if U.ndim != 2:
-        raise ValueError(f"user_means must be 2-d, got shape {U.shape}.")
+    U = _as_2d_float(user_means, "user_means")
     plan = plan_few_users(U.shape[0], U.shape[1], budget=ApproxDP(epsilon, delta),
                           radius=radius, samples_per_user=samples_per_user,
                           alpha=alpha, robustness=robustness, method=method,

@@ -161,6 +161,7 @@ from ..privacy import (
 from ..utils._docstrings import fill_doc
 from ..utils._random import generator_from, make_seed_sequence
 from ..utils._validation import (
+    _as_2d_float,
     _check_plan_shape,
     check_center,
     check_positive_scalar,
@@ -877,9 +878,7 @@ def person_level_mean(user_means, *, epsilon, delta, moment_order=2.0,
     >>> bool(np.linalg.norm(mean - 5.0) < 0.5), len(info["radii"])
     (True, 2)
     """
-    U = np.asarray(user_means, dtype=np.float64)
-    if U.ndim != 2:
-        raise ValueError(f"user_means must be 2-d, got shape {U.shape}.")
+    U = _as_2d_float(user_means, "user_means")
     plan = plan_person_level(
         U.shape[0], U.shape[1], budget=_budget(epsilon, delta),
         moment_bound=moment_bound, samples_per_user=samples_per_user,
@@ -1608,9 +1607,7 @@ def person_level_mean_pure(user_means, *, epsilon, bound, moment_bound,
     >>> bool(np.linalg.norm(mean - 1.0) <= info["alpha"]), loss.epsilon
     (True, 1.0)
     """
-    U = np.asarray(user_means, dtype=np.float64)
-    if U.ndim != 2:
-        raise ValueError(f"user_means must be 2-d, got shape {U.shape}.")
+    U = _as_2d_float(user_means, "user_means")
     _check_finite(U, "user_means")
     plan = plan_person_level(
         U.shape[0], U.shape[1], budget=PureDP(epsilon), moment_bound=moment_bound,

@@ -152,7 +152,12 @@ from ..privacy import (
 from ..utils._docstrings import fill_doc
 from ..utils._numeric import all_finite, stable_norm
 from ..utils._random import generator_from, make_seed_sequence
-from ..utils._validation import _check_plan_shape, check_bound, check_positive_scalar
+from ..utils._validation import (
+    _as_2d_float,
+    _check_plan_shape,
+    check_bound,
+    check_positive_scalar,
+)
 from ._base import UserLevelMeanEstimator
 from ._concentration import (
     private_tau,
@@ -665,9 +670,7 @@ def _winsorized_mean(user_means, *, epsilon, delta, tau, bound, samples_per_user
     where it is read, with no copy of the table (``user_means`` is not
     modified).
     """
-    U = np.asarray(user_means, dtype=np.float64)
-    if U.ndim != 2:
-        raise ValueError(f"user_means must be 2-d, got shape {U.shape}.")
+    U = _as_2d_float(user_means, "user_means")
     n_users, n_features = U.shape
     b = check_bound(bound, n_features)
     value_range = _value_range(b)
