@@ -240,8 +240,7 @@ class UserMeanEstimator(UserLevelMeanEstimator):
 
     Attributes
     ----------
-    mean_ : ndarray of shape (n_features,)
-        The private user-level mean.
+    {mean_}
     method_ : str
         The estimator used.
     reason_ : str

@@ -309,8 +309,7 @@ class ClipNoiseMeanEstimator(UserLevelMeanEstimator):
 
     Attributes
     ----------
-    mean_ : ndarray of shape (n_features,)
-        The private user-level mean.
+    {mean_}
     bounds_ : tuple (lower, upper) or None
         The box used (declared, or learned privately); ``None`` when a
         clipping ball was declared.

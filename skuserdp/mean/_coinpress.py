@@ -531,10 +531,8 @@ class CoinPressMeanEstimator(UserLevelMeanEstimator):
 
     Attributes
     ----------
-    mean_ : ndarray of shape (n_features,)
-        The private user-level mean.
-    bounds_ : tuple (lower, upper)
-        The box used (declared, or learned privately).
+    {mean_}
+    {bounds_}
     n_steps_ : int
         Number of centre releases made (``n_steps``, resolved).
     radii_ : ndarray of shape (`n_steps_`,)

@@ -960,10 +960,8 @@ class WinsorizedMeanEstimator(UserLevelMeanEstimator):
 
     Attributes
     ----------
-    mean_ : ndarray of shape (n_features,)
-        The private user-level mean.
-    bounds_ : tuple (lower, upper)
-        The box used (declared, or learned privately).
+    {mean_}
+    {bounds_}
     tau_ : float
         The concentration radius used (public, from a rule, or the private
         estimate, which is itself a private output).

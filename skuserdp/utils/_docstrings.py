@@ -86,6 +86,12 @@ groups : array-like of shape (n_samples,) or str, default=None
 
 #: fitted attributes described alike by every estimator that has them
 ATTRIBUTE_DOCS = {
+    "mean_": """\
+mean_ : ndarray of shape (n_features,)
+    The private user-level mean.""",
+    "bounds_": """\
+bounds_ : tuple (lower, upper)
+    The box used (declared, or learned privately).""",
     "noise_std_": """\
 noise_std_ : float
     Standard deviation of the release's noise on each feature of
