@@ -46,6 +46,21 @@ BOUNDS_CONSTRAINTS = {
 }
 
 
+#: smallest half-width of a box in any coordinate (the lattice grid's smallest
+#: step), so that norms and squares stay positive
+MIN_HALF_WIDTH = 2.0 ** -256
+
+
+def _box_midpoint(lower, upper):
+    """Centre of the box ``[lower, upper]`` (no overflow near the float limit)."""
+    return 0.5 * lower + 0.5 * upper
+
+
+def _box_half_width(lower, upper):
+    """Half-width of the box ``[lower, upper]``, at least :data:`MIN_HALF_WIDTH`."""
+    return np.maximum(0.5 * upper - 0.5 * lower, MIN_HALF_WIDTH)
+
+
 def accepts_bool(constraints):
     """Whether a parameter's scikit-learn constraints allow a bool value
     (``"boolean"``, ``"verbose"`` or ``bool``); numeric ones never do here."""

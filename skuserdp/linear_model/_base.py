@@ -20,7 +20,13 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.metrics import r2_score
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ..base import BOUNDS_CONSTRAINTS, BUDGET_CONSTRAINTS, UserLevelMixin
+from ..base import (
+    BOUNDS_CONSTRAINTS,
+    BUDGET_CONSTRAINTS,
+    UserLevelMixin,
+    _box_half_width,
+    _box_midpoint,
+)
 from ..mechanisms import learn_box_for_fit
 from ..users._aggregate import _means_by_code
 from ..users._dask import DaskPanel, is_dask_collection, refuse_dask
@@ -88,21 +94,23 @@ class PublicScale:
 
     @property
     def mid(self):
-        return 0.5 * self.lower + 0.5 * self.upper
+        return _box_midpoint(self.lower, self.upper)
 
     @property
     def half(self):
-        return np.maximum(0.5 * self.upper - 0.5 * self.lower, 2.0 ** -256)
+        return _box_half_width(self.lower, self.upper)
 
     @property
     def y_mid(self):
-        return 0.0 if self.y_lower is None else 0.5 * self.y_lower + 0.5 * self.y_upper
+        if self.y_lower is None:
+            return 0.0
+        return _box_midpoint(self.y_lower, self.y_upper)
 
     @property
     def y_half(self):
         if self.y_lower is None:
             return 1.0
-        return max(0.5 * self.y_upper - 0.5 * self.y_lower, 2.0 ** -256)
+        return float(_box_half_width(self.y_lower, self.y_upper))
 
     def rows(self, X):
         """Rows clipped to the box, in box units ``[-1, 1]`` (a new array)."""

@@ -541,10 +541,7 @@ _COMMON_ATTRS = """\
         by a convergence test).
     n_users_ : int
         Number of users.
-    n_features_in_ : int
-        Number of features.
-    feature_names_in_ : ndarray of shape (`n_features_in_`,)
-        Feature names, when ``X`` has string column names.
+    {feature_attributes}
     privacy_loss_ : ZCDP, ApproxDP or PureDP
         The composed privacy loss of the fit.
     epsilon_, delta_ : float
@@ -706,18 +703,10 @@ class UserDPSGDRegressor(UserDPRegressorMixin, _BaseUserDPSGD):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows of all users. Not modified. A Dask array or DataFrame is
-            accepted, with ``y`` partitioned like it (user guide, "Data
-            larger than memory").
+        {X_supervised}
         y : array-like of shape (n_samples,)
             Targets. Not modified.
-        groups : array-like of shape (n_samples,) or str, default=None
-            User id of every row; the unit of privacy. ``None`` treats every
-            row as its own user and emits an
-            :class:`~skuserdp.exceptions.ItemLevelPrivacyWarning`. With a
-            pandas (or Dask) DataFrame ``X``, the name of its user-id column,
-            which is then not a feature.
+        {groups}
 
         Returns
         -------
@@ -861,18 +850,10 @@ class UserDPSGDClassifier(ClassifierMixin, _BaseUserDPSGD):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows of all users. Not modified. A Dask array or DataFrame is
-            accepted, with ``y`` partitioned like it (user guide, "Data
-            larger than memory").
+        {X_supervised}
         y : array-like of shape (n_samples,)
             Labels. Not modified.
-        groups : array-like of shape (n_samples,) or str, default=None
-            User id of every row; the unit of privacy. ``None`` treats every
-            row as its own user and emits an
-            :class:`~skuserdp.exceptions.ItemLevelPrivacyWarning`. With a
-            pandas (or Dask) DataFrame ``X``, the name of its user-id column,
-            which is then not a feature.
+        {groups}
 
         Returns
         -------

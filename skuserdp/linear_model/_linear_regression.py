@@ -170,6 +170,42 @@ def _rows_by_count(codes, n_users):
     return counts, user_order, np.argsort(key, kind="stable")
 
 
+def _user_blocks(X, y, codes, n_users, *, width, n_block_users):
+    """Blocks of users with the same row count, their rows gathered.
+
+    Yields ``(m, users, Z)`` for runs of users with ``m >= 1`` rows each
+    (users without rows are skipped), at most ``n_block_users(m)`` users at
+    a time: ``Z`` of shape ``(k·m, width)`` holds their rows (user by user,
+    each user's in their order in ``X``) in its first ``X.shape[1]`` columns
+    and the targets in its last, other columns unset; ``users`` is the
+    slice, or the index array, of those ``k`` users.
+    """
+    d = X.shape[1]
+    counts, user_order, row_order = _rows_by_count(codes, n_users)
+    sorted_counts = counts if user_order is None else counts[user_order]
+    # runs of users with the same row count
+    starts = np.flatnonzero(np.r_[True, sorted_counts[1:] != sorted_counts[:-1]])
+    ends = np.r_[starts[1:], n_users]
+    row_start = np.r_[0, np.cumsum(sorted_counts)]
+    for a, e in zip(starts, ends):
+        m = int(sorted_counts[a])
+        if m == 0:
+            continue  # users without rows keep zeros
+        step = n_block_users(m)
+        for u0 in range(a, e, step):
+            u1 = min(e, u0 + step)
+            r0, r1 = int(row_start[u0]), int(row_start[u1])
+            Z = np.empty((r1 - r0, width))
+            if row_order is None:
+                Z[:, :d] = X[r0:r1]
+                Z[:, width - 1] = y[r0:r1]
+            else:
+                idx = row_order[r0:r1]
+                np.take(X, idx, axis=0, out=Z[:, :d], mode="clip")
+                np.take(y, idx, out=Z[:, width - 1], mode="clip")
+            yield m, slice(u0, u1) if user_order is None else user_order[u0:u1], Z
+
+
 def _streamed_statistics(X, y, codes, n_users, *, drop_last_diagonal,
                          feature_bound=None, intercept=False,
                          chunk_elements=None, box=None):
@@ -199,57 +235,40 @@ def _streamed_statistics(X, y, codes, n_users, *, drop_last_diagonal,
     take = np.r_[rows * q + cols, np.arange(p) * q + p]
     mult = np.r_[scale, np.ones(p)]
     V = np.zeros((n_users, take.shape[0]))
-    counts, user_order, row_order = _rows_by_count(codes, n_users)
-    grouped = row_order is None
-    sorted_counts = counts if user_order is None else counts[user_order]
-    # runs of users with the same row count
-    starts = np.flatnonzero(np.r_[True, sorted_counts[1:] != sorted_counts[:-1]])
-    ends = np.r_[starts[1:], n_users]
-    row_start = np.r_[0, np.cumsum(sorted_counts)]
     bound = None if feature_bound is None else float(feature_bound)
-    for a, b in zip(starts, ends):
-        m = int(sorted_counts[a])
-        if m == 0:
-            continue  # users without rows (not produced by fit) keep zeros
-        step = max(1, min(chunk_elements // (m * q), chunk_elements // (q * q)))
-        for u0 in range(a, b, step):
-            u1 = min(b, u0 + step)
-            r0, r1 = int(row_start[u0]), int(row_start[u1])
-            Z = np.empty((r1 - r0, q))
-            if grouped:
-                Z[:, :d] = X[r0:r1]
-                Z[:, p] = y[r0:r1]
-            else:
-                idx = row_order[r0:r1]
-                np.take(X, idx, axis=0, out=Z[:, :d], mode="clip")
-                np.take(y, idx, out=Z[:, p], mode="clip")
-            if box is not None:
-                Xc = Z[:, :d]
-                np.clip(Xc, box.lower, box.upper, out=Xc)
-                Xc -= box.mid
-                Xc /= box.half
-                if box.y_lower is not None:
-                    yc = Z[:, p]
-                    np.clip(yc, box.y_lower, box.y_upper, out=yc)
-                    yc -= box.y_mid
-                    yc /= box.y_half
-            if bound is not None:  # project_rows: factor 1 inside the ball
-                Xc = Z[:, :d]
-                norms = np.sqrt(np.einsum("ij,ij->i", Xc, Xc))
-                with np.errstate(divide="ignore"):
-                    Xc *= np.minimum(1.0, bound / norms)[:, None]
-            if intercept:
-                Z[:, d] = 1.0
-            Zb = Z.reshape(u1 - u0, m, q)
-            G = np.matmul(Zb.transpose(0, 2, 1), Zb).reshape(u1 - u0, q * q)
-            if user_order is None:
-                part = V[u0:u1]
-                np.take(G, take, axis=1, out=part)
-            else:
-                part = np.take(G, take, axis=1)
-            part *= mult / m
-            if user_order is not None:
-                V[user_order[u0:u1]] = part
+    blocks = _user_blocks(
+        X, y, codes, n_users, width=q,
+        n_block_users=lambda m: max(1, min(chunk_elements // (m * q),
+                                           chunk_elements // (q * q))))
+    for m, users, Z in blocks:
+        if box is not None:
+            Xc = Z[:, :d]
+            np.clip(Xc, box.lower, box.upper, out=Xc)
+            Xc -= box.mid
+            Xc /= box.half
+            if box.y_lower is not None:
+                yc = Z[:, p]
+                np.clip(yc, box.y_lower, box.y_upper, out=yc)
+                yc -= box.y_mid
+                yc /= box.y_half
+        if bound is not None:  # project_rows: factor 1 inside the ball
+            Xc = Z[:, :d]
+            norms = np.sqrt(np.einsum("ij,ij->i", Xc, Xc))
+            with np.errstate(divide="ignore"):
+                Xc *= np.minimum(1.0, bound / norms)[:, None]
+        if intercept:
+            Z[:, d] = 1.0
+        k = Z.shape[0] // m
+        Zb = Z.reshape(k, m, q)
+        G = np.matmul(Zb.transpose(0, 2, 1), Zb).reshape(k, q * q)
+        if isinstance(users, slice):
+            part = V[users]
+            np.take(G, take, axis=1, out=part)
+        else:
+            part = np.take(G, take, axis=1)
+        part *= mult / m
+        if not isinstance(users, slice):
+            V[users] = part
     return V
 
 
@@ -501,10 +520,7 @@ class UserDPLinearRegression(UserDPRegressorMixin, _UserDPLinearModel):
         ``None`` for a numeric ``alpha``.
     n_users_ : int
         Number of users.
-    n_features_in_ : int
-        Number of features.
-    feature_names_in_ : ndarray of shape (`n_features_in_`,)
-        Feature names, when ``X`` has string column names.
+    {feature_attributes}
     privacy_loss_ : ZCDP or PureDP
         The privacy loss of the fit: the statistics release composed, for
         ``alpha="auto"``, with the smallest-eigenvalue release.
@@ -583,18 +599,10 @@ class UserDPLinearRegression(UserDPRegressorMixin, _UserDPLinearModel):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows of all users. Not modified. A Dask array or DataFrame is
-            accepted, with ``y`` partitioned like it (user guide, "Data
-            larger than memory").
+        {X_supervised}
         y : array-like of shape (n_samples,)
             Targets. Not modified.
-        groups : array-like of shape (n_samples,) or str, default=None
-            User id of every row; the unit of privacy. ``None`` treats every
-            row as its own user and emits an
-            :class:`~skuserdp.exceptions.ItemLevelPrivacyWarning`. With a
-            pandas (or Dask) DataFrame ``X``, the name of its user-id column,
-            which is then not a feature.
+        {groups}
 
         Returns
         -------

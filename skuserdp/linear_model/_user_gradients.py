@@ -65,7 +65,7 @@ import numpy as np
 import scipy.sparse as sp
 from threadpoolctl import ThreadpoolController
 
-from ._linear_regression import _rows_by_count
+from ._linear_regression import _user_blocks
 from ._losses import SquaredError
 
 __all__ = ["user_gradient_fn", "user_second_moments"]
@@ -156,36 +156,16 @@ def user_second_moments(Xa, y, codes, n_users, *, chunk_elements=None):
     q = p + 1
     S = np.zeros((n_users, p, p))
     b = np.zeros((n_users, p))
-    counts, user_order, row_order = _rows_by_count(np.asarray(codes), n_users)
-    sorted_counts = counts if user_order is None else counts[user_order]
-    # runs of users with the same row count
-    starts = np.flatnonzero(np.r_[True, sorted_counts[1:] != sorted_counts[:-1]])
-    ends = np.r_[starts[1:], n_users]
-    row_start = np.r_[0, np.cumsum(sorted_counts)]
+    blocks = _user_blocks(Xa, y, np.asarray(codes), n_users, width=q,
+                          n_block_users=lambda m: max(1, chunk_elements // (m * q)))
     # many small Gram products, for which BLAS threads only add overhead
     with _one_blas_thread():
-        for a, e in zip(starts, ends):
-            m = int(sorted_counts[a])
-            if m == 0:
-                continue  # users without rows keep zeros
-            step = max(1, chunk_elements // (m * q))
-            for u0 in range(a, e, step):
-                u1 = min(e, u0 + step)
-                r0, r1 = int(row_start[u0]), int(row_start[u1])
-                Z = np.empty((r1 - r0, q))
-                if row_order is None:
-                    Z[:, :p] = Xa[r0:r1]
-                    Z[:, p] = y[r0:r1]
-                else:
-                    idx = row_order[r0:r1]
-                    np.take(Xa, idx, axis=0, out=Z[:, :p], mode="clip")
-                    np.take(y, idx, out=Z[:, p], mode="clip")
-                Zb = Z.reshape(u1 - u0, m, q)
-                G = np.matmul(Zb.transpose(0, 2, 1), Zb)  # (k, q, q) Gram
-                G /= m
-                users = slice(u0, u1) if user_order is None else user_order[u0:u1]
-                S[users] = G[:, :p, :p]
-                b[users] = G[:, :p, p]
+        for m, users, Z in blocks:
+            Zb = Z.reshape(Z.shape[0] // m, m, q)
+            G = np.matmul(Zb.transpose(0, 2, 1), Zb)  # (k, q, q) Gram
+            G /= m
+            S[users] = G[:, :p, :p]
+            b[users] = G[:, :p, p]
     return S, b
 
 

@@ -240,8 +240,7 @@ class UserMeanEstimator(UserLevelMeanEstimator):
 
     Attributes
     ----------
-    mean_ : ndarray of shape (n_features,)
-        The private user-level mean.
+    {mean_}
     method_ : str
         The estimator used.
     reason_ : str
@@ -249,21 +248,14 @@ class UserMeanEstimator(UserLevelMeanEstimator):
     estimator_ : estimator
         The fitted estimator it delegated to, with its own attributes (e.g.
         ``radii_`` of CoinPress, ``garbage_`` of the few-users estimator).
-    noise_std_ : float
-        Standard deviation of the release's noise on each feature of
-        ``mean_``, from the public plan (no privacy cost; clipping bias not
-        included): ``mean_ ± 1.96·noise_std_`` is the noise's 95 % range.
+    {noise_std_}
     n_users_ : int
         Number of users seen in ``fit``.
     epsilon_, delta_, rho_ : float
         The privacy spent (``rho_`` None for a pure (ε, δ) loss).
     privacy_loss_ : PureDP, ApproxDP or ZCDP
         The native guarantee of the chosen estimator.
-    n_features_in_ : int
-        Number of features seen during ``fit``.
-    feature_names_in_ : ndarray of shape (`n_features_in_`,)
-        Names of features seen during ``fit``. Defined only when ``X`` has
-        feature names that are all strings.
+    {feature_attributes}
 
     See Also
     --------

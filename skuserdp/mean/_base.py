@@ -20,7 +20,12 @@ import numpy as np
 from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils.validation import check_is_fitted
 
-from ..base import BUDGET_CONSTRAINTS, UserLevelMixin
+from ..base import (
+    BUDGET_CONSTRAINTS,
+    UserLevelMixin,
+    _box_half_width,
+    _box_midpoint,
+)
 from ..exceptions import AccuracyWarning
 from ..mechanisms import learn_box_for_fit
 from ..privacy import compose, compose_spend
@@ -89,13 +94,13 @@ class FitBudget:
     @property
     def midpoint(self):
         """Centre of the box."""
-        return 0.5 * self.lower + 0.5 * self.upper
+        return _box_midpoint(self.lower, self.upper)
 
     @property
     def half_width(self):
         """Half-width of the box in every coordinate (at least ``2^-256``, the
         grid's smallest step, so that norms and squares stay positive)."""
-        return np.maximum(0.5 * self.upper - 0.5 * self.lower, 2.0 ** -256)
+        return _box_half_width(self.lower, self.upper)
 
     @property
     def half_diagonal(self):

@@ -28,6 +28,7 @@ from sklearn.utils._param_validation import Interval, Real
 
 from ..base import BOUNDS_CONSTRAINTS
 from ..mechanisms import add_noise, calibrate_noise, choose_grid, lattice_sensitivity
+from ..mechanisms._additive import _mean_noise_variance
 from ..mechanisms._lattice import encode_sum
 from ..privacy import ApproxDP, PureDP
 from ..utils._docstrings import fill_doc
@@ -158,11 +159,7 @@ class ClipNoisePlan:
     @property
     def noise_variance(self):
         """Variance bound of the noise of one coordinate of the mean."""
-        sd = self.noise.std * self.grid / self.n_users
-        try:
-            return sd ** 2
-        except OverflowError:  # radii near the float64 limit
-            return math.inf
+        return _mean_noise_variance(self.noise, self.grid, self.n_users)
 
 
 def plan_clip_noise(n_users, n_features, *, budget, radius, calibration="tight"):
@@ -312,15 +309,11 @@ class ClipNoiseMeanEstimator(UserLevelMeanEstimator):
 
     Attributes
     ----------
-    mean_ : ndarray of shape (n_features,)
-        The private user-level mean.
+    {mean_}
     bounds_ : tuple (lower, upper) or None
         The box used (declared, or learned privately); ``None`` when a
         clipping ball was declared.
-    noise_std_ : float
-        Standard deviation of the release's noise on each feature of
-        ``mean_``, from the public plan (no privacy cost; clipping bias not
-        included): ``mean_ ± 1.96·noise_std_`` is the noise's 95 % range.
+    {noise_std_}
     n_users_ : int
         Number of users seen in ``fit``.
     epsilon_ : float
@@ -332,11 +325,7 @@ class ClipNoiseMeanEstimator(UserLevelMeanEstimator):
         zCDP parameter of the release (for δ = 0: ε²/2, implied by pure DP).
     privacy_loss_ : PureDP or ZCDP
         The native guarantee of the release, for composing with other fits.
-    n_features_in_ : int
-        Number of features seen during ``fit``.
-    feature_names_in_ : ndarray of shape (`n_features_in_`,)
-        Names of features seen during ``fit``. Defined only when ``X`` has
-        feature names that are all strings.
+    {feature_attributes}
 
     See Also
     --------

@@ -531,19 +531,14 @@ class CoinPressMeanEstimator(UserLevelMeanEstimator):
 
     Attributes
     ----------
-    mean_ : ndarray of shape (n_features,)
-        The private user-level mean.
-    bounds_ : tuple (lower, upper)
-        The box used (declared, or learned privately).
+    {mean_}
+    {bounds_}
     n_steps_ : int
         Number of centre releases made (``n_steps``, resolved).
     radii_ : ndarray of shape (`n_steps_`,)
         The clipping radius of every centre release (functions of public
         values and earlier releases, so public).
-    noise_std_ : float
-        Standard deviation of the release's noise on each feature of
-        ``mean_``, from the public plan (no privacy cost; clipping bias not
-        included): ``mean_ ± 1.96·noise_std_`` is the noise's 95 % range.
+    {noise_std_}
     n_users_ : int
         Number of users seen in ``fit``.
     epsilon_ : float
@@ -555,11 +550,7 @@ class CoinPressMeanEstimator(UserLevelMeanEstimator):
         zCDP parameter of all releases together.
     privacy_loss_ : ZCDP
         The native guarantee, for composing with other fits.
-    n_features_in_ : int
-        Number of features seen during ``fit``.
-    feature_names_in_ : ndarray of shape (`n_features_in_`,)
-        Names of features seen during ``fit``. Defined only when ``X`` has
-        feature names that are all strings.
+    {feature_attributes}
 
     See Also
     --------

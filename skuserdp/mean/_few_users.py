@@ -107,7 +107,12 @@ from ..privacy import (
 )
 from ..utils._docstrings import fill_doc
 from ..utils._random import generator_from, make_seed_sequence
-from ..utils._validation import check_center, check_positive_scalar
+from ..utils._validation import (
+    _as_2d_float,
+    _check_plan_shape,
+    check_center,
+    check_positive_scalar,
+)
 from ..utils._warnings import warn_at_caller
 from ._base import UserLevelMeanEstimator
 
@@ -1100,11 +1105,7 @@ def few_users_from_plan(user_means, plan, *, random_state=None, n_jobs=None):
     (0, True)
     """
     U = np.ascontiguousarray(user_means, dtype=np.float64)
-    if U.shape != (plan.n_users, plan.n_features):
-        raise ValueError(
-            f"user_means must have shape ({plan.n_users}, {plan.n_features}) to "
-            f"match the plan, got {U.shape}."
-        )
+    _check_plan_shape("user_means", U, plan)
     bad = ~np.isfinite(U).all(axis=1)
     if bad.any():  # a per-user map, on a copy
         U = U.copy()
@@ -1190,9 +1191,7 @@ def few_users_mean(user_means, *, epsilon, delta, radius, samples_per_user=None,
     >>> bool(np.linalg.norm(loc - 50.0) <= info["error_bound"])
     True
     """
-    U = np.asarray(user_means, dtype=np.float64)
-    if U.ndim != 2:
-        raise ValueError(f"user_means must be 2-d, got shape {U.shape}.")
+    U = _as_2d_float(user_means, "user_means")
     plan = plan_few_users(U.shape[0], U.shape[1], budget=ApproxDP(epsilon, delta),
                           radius=radius, samples_per_user=samples_per_user,
                           alpha=alpha, robustness=robustness, method=method,
@@ -1296,11 +1295,7 @@ class FewUsersBallEstimator(UserLevelMeanEstimator):
         This mechanism has no zCDP guarantee.
     privacy_loss_ : ApproxDP
         The native guarantee of the release.
-    n_features_in_ : int
-        Number of features seen during ``fit``.
-    feature_names_in_ : ndarray of shape (`n_features_in_`,)
-        Names of features seen during ``fit``. Defined only when ``X`` has
-        feature names that are all strings.
+    {feature_attributes}
 
     See Also
     --------

@@ -159,7 +159,13 @@ from ..privacy import (
 )
 from ..utils._docstrings import fill_doc
 from ..utils._random import generator_from, make_seed_sequence
-from ..utils._validation import check_center, check_positive_scalar, feature_labels
+from ..utils._validation import (
+    _as_2d_float,
+    _check_plan_shape,
+    check_center,
+    check_positive_scalar,
+    feature_labels,
+)
 from ..utils._warnings import warn_at_caller
 from ._base import UserLevelMeanEstimator
 from ._clip_noise import _clip_noise_mean, clip_noise_mean, plan_clip_noise
@@ -873,9 +879,7 @@ def person_level_mean(user_means, *, epsilon, delta, moment_order=2.0,
     >>> bool(np.linalg.norm(mean - 5.0) < 0.5), len(info["radii"])
     (True, 2)
     """
-    U = np.asarray(user_means, dtype=np.float64)
-    if U.ndim != 2:
-        raise ValueError(f"user_means must be 2-d, got shape {U.shape}.")
+    U = _as_2d_float(user_means, "user_means")
     plan = plan_person_level(
         U.shape[0], U.shape[1], budget=_budget(epsilon, delta),
         moment_bound=moment_bound, samples_per_user=samples_per_user,
@@ -1604,9 +1608,7 @@ def person_level_mean_pure(user_means, *, epsilon, bound, moment_bound,
     >>> bool(np.linalg.norm(mean - 1.0) <= info["alpha"]), loss.epsilon
     (True, 1.0)
     """
-    U = np.asarray(user_means, dtype=np.float64)
-    if U.ndim != 2:
-        raise ValueError(f"user_means must be 2-d, got shape {U.shape}.")
+    U = _as_2d_float(user_means, "user_means")
     _check_finite(U, "user_means")
     plan = plan_person_level(
         U.shape[0], U.shape[1], budget=PureDP(epsilon), moment_bound=moment_bound,
@@ -1933,10 +1935,7 @@ def person_level_from_plan(user_means, plan, *, center=None, random_state=None,
     (True, True)
     """
     U = np.asarray(user_means, dtype=np.float64)
-    if U.shape != (plan.n_users, plan.n_features):
-        raise ValueError(
-            f"user_means must have shape ({plan.n_users}, {plan.n_features}) to "
-            f"match the plan, got {U.shape}.")
+    _check_plan_shape("user_means", U, plan)
     _check_finite(U, "user_means")
     mid = None if center is None else check_center(center, plan.n_features)
     if plan.route == "threaded":
@@ -2049,10 +2048,7 @@ class ThreadedClipNoiseEstimator(UserLevelMeanEstimator):
         zCDP parameter when the guarantee is pure (ε²/2), else None.
     privacy_loss_ : PureDP or ApproxDP
         The native guarantee.
-    n_features_in_ : int
-        Number of features seen during ``fit``.
-    feature_names_in_ : ndarray of shape (`n_features_in_`,)
-        Names of features seen during ``fit`` (string names only).
+    {feature_attributes}
 
     See Also
     --------

@@ -130,6 +130,7 @@ from ..mechanisms import (
     padded_dimension,
     private_range_window,
 )
+from ..mechanisms._additive import _mean_noise_variance
 from ..mechanisms._lattice import _shift_and_clip, encode_sum
 from ..mechanisms._private_range import MAX_BINS, sample_bins
 from ..privacy import (
@@ -150,7 +151,12 @@ from ..privacy import (
 from ..utils._docstrings import fill_doc
 from ..utils._numeric import all_finite, stable_norm
 from ..utils._random import generator_from, make_seed_sequence
-from ..utils._validation import check_bound, check_positive_scalar
+from ..utils._validation import (
+    _as_2d_float,
+    _check_plan_shape,
+    check_bound,
+    check_positive_scalar,
+)
 from ..utils._warnings import warn_at_caller
 from ._base import UserLevelMeanEstimator
 from ._concentration import (
@@ -245,11 +251,7 @@ class WinsorizedPlan:
     @property
     def noise_variance(self):
         """Variance of the noise of one (rotated) coordinate of the mean."""
-        sd = self.noise.std * self.grid / self.n_users
-        try:
-            return sd ** 2
-        except OverflowError:  # radii near the float64 limit
-            return math.inf
+        return _mean_noise_variance(self.noise, self.grid, self.n_users)
 
     @property
     def range_failure_bound(self):
@@ -518,11 +520,7 @@ def winsorized_mean_from_plan(vectors, plan, *, random_state=None, n_jobs=None):
     array([0.25, 0.25])
     """
     V = np.asarray(vectors, dtype=np.float64)
-    if V.shape != (plan.n_users, plan.n_features):
-        raise ValueError(
-            f"vectors must have shape ({plan.n_users}, {plan.n_features}) to match "
-            f"the plan, got {V.shape}."
-        )
+    _check_plan_shape("vectors", V, plan)
     return _from_plan(V, plan, random_state, n_jobs)
 
 
@@ -670,9 +668,7 @@ def _winsorized_mean(user_means, *, epsilon, delta, tau, bound, samples_per_user
     where it is read, with no copy of the table (``user_means`` is not
     modified).
     """
-    U = np.asarray(user_means, dtype=np.float64)
-    if U.ndim != 2:
-        raise ValueError(f"user_means must be 2-d, got shape {U.shape}.")
+    U = _as_2d_float(user_means, "user_means")
     n_users, n_features = U.shape
     b = check_bound(bound, n_features)
     value_range = _value_range(b)
@@ -962,10 +958,8 @@ class WinsorizedMeanEstimator(UserLevelMeanEstimator):
 
     Attributes
     ----------
-    mean_ : ndarray of shape (n_features,)
-        The private user-level mean.
-    bounds_ : tuple (lower, upper)
-        The box used (declared, or learned privately).
+    {mean_}
+    {bounds_}
     tau_ : float
         The concentration radius used (public, from a rule, or the private
         estimate, which is itself a private output).
@@ -974,10 +968,7 @@ class WinsorizedMeanEstimator(UserLevelMeanEstimator):
         with zCDP, the paper's plan, or clip-and-noise on the public box
         without a range step (see ``calibration``). A function of public
         values and ``tau_`` only.
-    noise_std_ : float
-        Standard deviation of the release's noise on each feature of
-        ``mean_``, from the public plan (no privacy cost; clipping bias not
-        included): ``mean_ ± 1.96·noise_std_`` is the noise's 95 % range.
+    {noise_std_}
     n_users_ : int
         Number of users seen in ``fit``.
     epsilon_ : float
@@ -989,11 +980,7 @@ class WinsorizedMeanEstimator(UserLevelMeanEstimator):
         zCDP parameter of the release (ε²/2 for a pure release).
     privacy_loss_ : PureDP, ApproxDP or ZCDP
         The native guarantee of the release, for composing with other fits.
-    n_features_in_ : int
-        Number of features seen during ``fit``.
-    feature_names_in_ : ndarray of shape (`n_features_in_`,)
-        Names of features seen during ``fit``. Defined only when ``X`` has
-        feature names that are all strings.
+    {feature_attributes}
 
     See Also
     --------

@@ -49,8 +49,21 @@ __all__ = [
 CHUNK_SIZE = 2 ** 14
 
 
+class _ExactNoise:
+    """The exact rational parameter (field ``_parameter``) of a lattice noise,
+    converted to a :class:`~fractions.Fraction` and refused unless ``> 0``."""
+
+    _parameter = None
+
+    def __post_init__(self):
+        name = self._parameter
+        object.__setattr__(self, name, Fraction(getattr(self, name)))
+        if getattr(self, name) <= 0:
+            raise ValueError(f"{name} must be > 0, got {getattr(self, name)}.")
+
+
 @dataclass(frozen=True)
-class DiscreteLaplaceNoise:
+class DiscreteLaplaceNoise(_ExactNoise):
     """Discrete Laplace noise ``P[z] ∝ exp(-|z|/scale)`` on the integers.
 
     Parameters
@@ -67,11 +80,7 @@ class DiscreteLaplaceNoise:
     """
 
     scale: Fraction
-
-    def __post_init__(self):
-        object.__setattr__(self, "scale", Fraction(self.scale))
-        if self.scale <= 0:
-            raise ValueError(f"scale must be > 0, got {self.scale}.")
+    _parameter = "scale"
 
     def privacy(self, sensitivity):
         """Pure DP for an integer statistic of ℓ1 sensitivity ``sensitivity``."""
@@ -89,7 +98,7 @@ class DiscreteLaplaceNoise:
 
 
 @dataclass(frozen=True)
-class DiscreteGaussianNoise:
+class DiscreteGaussianNoise(_ExactNoise):
     """Discrete Gaussian noise ``P[z] ∝ exp(-z²/(2·sigma2))`` on the integers.
 
     Parameters
@@ -106,11 +115,7 @@ class DiscreteGaussianNoise:
     """
 
     sigma2: Fraction
-
-    def __post_init__(self):
-        object.__setattr__(self, "sigma2", Fraction(self.sigma2))
-        if self.sigma2 <= 0:
-            raise ValueError(f"sigma2 must be > 0, got {self.sigma2}.")
+    _parameter = "sigma2"
 
     def privacy(self, sensitivity):
         """ρ-zCDP for an integer statistic of ℓ2 sensitivity ``sensitivity``."""
@@ -124,6 +129,18 @@ class DiscreteGaussianNoise:
     def sample(self, size, rng):
         """Draw exact samples (int64) of the given ``size``."""
         return sample_discrete_gaussian(self.sigma2, size, rng)
+
+
+def _mean_noise_variance(noise, grid, count):
+    """Variance bound of one coordinate of ``grid·(S + Z)/count``: the
+    integer noise ``noise`` (grid units) of a sum released as a mean over
+    ``count``; ``inf`` when the square overflows (radii near the float64
+    limit)."""
+    sd = noise.std * grid / count
+    try:
+        return sd ** 2
+    except OverflowError:
+        return math.inf
 
 
 def calibrate_discrete_laplace(sensitivity, epsilon):

@@ -29,6 +29,7 @@ import numpy as np
 from ..privacy import lattice_contribution_radius
 from ..privacy._sensitivity import _check_norm, _rounding_term
 from ..utils._numeric import TINY_NORM
+from ..utils._validation import _as_2d_float
 
 __all__ = ["choose_grid", "lattice_radius", "encode_contributions", "exact_sum",
            "round_to_grid"]
@@ -243,9 +244,7 @@ def encode_contributions(values, *, center, radius, grid, norm="l2"):
     [[2, 3], [1, 0]]
     """
     _check_norm(norm)
-    values = np.asarray(values, dtype=np.float64)
-    if values.ndim != 2:
-        raise ValueError(f"values must be 2-d, got shape {values.shape}.")
+    values = _as_2d_float(values, "values")
     if not np.isfinite(values).all():
         raise ValueError("values must be finite.")
     grid = _check_grid(grid)
@@ -330,9 +329,7 @@ def encode_sum(values, *, center, radius, grid, norm="l2", rows=None, shift=None
     [3, 3]
     """
     _check_norm(norm)
-    values = np.asarray(values, dtype=np.float64)
-    if values.ndim != 2:
-        raise ValueError(f"values must be 2-d, got shape {values.shape}.")
+    values = _as_2d_float(values, "values")
     grid = _check_grid(grid)
     center = np.asarray(center, dtype=np.float64)
     radius = float(radius)

@@ -25,7 +25,7 @@ from ..privacy import (
     poisson_lattice_sigma2,
 )
 from ..utils._random import generator_from, make_seed_sequence
-from ._additive import DiscreteGaussianNoise, add_noise
+from ._additive import DiscreteGaussianNoise, _mean_noise_variance, add_noise
 from ._lattice import choose_grid, encode_sum, lattice_radius
 from ._samplers import round_up_fraction
 
@@ -87,11 +87,8 @@ class PoissonSumPlan:
     @property
     def noise_variance(self):
         """Variance bound ``σ²·grid²/(q·n)²`` of one coordinate's noise."""
-        sd = self.noise.std * self.grid / (self.sampling_rate * self.n_users)
-        try:
-            return sd ** 2
-        except OverflowError:  # radii near the float64 limit
-            return math.inf
+        return _mean_noise_variance(self.noise, self.grid,
+                                    self.sampling_rate * self.n_users)
 
 
 def plan_poisson_sum(n_users, n_features, *, epsilon, delta, sampling_rate, n_steps,

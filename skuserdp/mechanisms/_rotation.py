@@ -168,11 +168,9 @@ class RandomHadamardRotation:
         Yt : ndarray of shape (n_padded, n)
             The rotated columns.
         """
-        Yt = Xt if inplace else np.array(Xt, dtype=np.float64, order="C")
-        self._check_rows(Yt)
-        Yt *= self.signs.reshape((-1,) + (1,) * (Yt.ndim - 1))
-        fwht(Yt, inplace=True)
-        Yt *= 1.0 / math.sqrt(self.n_padded)
+        Yt = self._columns(Xt, inplace)
+        self._flip_signs(Yt)
+        self._hadamard(Yt)
         return Yt
 
     def unrotate_columns(self, Yt, *, inplace=False):
@@ -190,11 +188,9 @@ class RandomHadamardRotation:
         Xt : ndarray of shape (n_padded, n)
             The vectors in the original basis (still padded).
         """
-        Xt = Yt if inplace else np.array(Yt, dtype=np.float64, order="C")
-        self._check_rows(Xt)
-        fwht(Xt, inplace=True)
-        Xt *= 1.0 / math.sqrt(self.n_padded)
-        Xt *= self.signs.reshape((-1,) + (1,) * (Xt.ndim - 1))
+        Xt = self._columns(Yt, inplace)
+        self._hadamard(Xt)
+        self._flip_signs(Xt)
         return Xt
 
     def rotate(self, X):
@@ -237,6 +233,22 @@ class RandomHadamardRotation:
             raise ValueError(f"Y must have shape (n, {self.n_padded}), got {Y.shape}.")
         Xt = self.unrotate_columns(np.array(Y.T, order="C"), inplace=True)
         return np.ascontiguousarray(Xt[: self.n_features].T)
+
+    def _columns(self, A, inplace):
+        """``A`` itself (``inplace``) or a C-contiguous float64 copy, with
+        ``n_padded`` rows."""
+        A = A if inplace else np.array(A, dtype=np.float64, order="C")
+        self._check_rows(A)
+        return A
+
+    def _flip_signs(self, A):
+        """``A ← D A`` (the random signs, one per row), in place."""
+        A *= self.signs.reshape((-1,) + (1,) * (A.ndim - 1))
+
+    def _hadamard(self, A):
+        """``A ← H A/√d′`` (the orthonormal Walsh–Hadamard transform), in place."""
+        fwht(A, inplace=True)
+        A *= 1.0 / math.sqrt(self.n_padded)
 
     def _check_rows(self, A):
         if A.shape[0] != self.n_padded:

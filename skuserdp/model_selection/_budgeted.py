@@ -161,12 +161,5 @@ class BudgetedEstimator(DelegatingMixin, UserLevelMixin, MetaEstimatorMixin,
         self.privacy_loss_ = loss
         self.epsilon_ = est.epsilon_
         self.delta_ = est.delta_
-        self.n_features_in_ = est.n_features_in_
-        if hasattr(est, "feature_names_in_"):
-            self.feature_names_in_ = est.feature_names_in_
+        self._set_feature_attributes(est)
         return self
-
-    def __sklearn_tags__(self):
-        tags = self.estimator.__sklearn_tags__()
-        tags.non_deterministic = True
-        return tags

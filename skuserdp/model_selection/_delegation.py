@@ -13,10 +13,38 @@ def _fitted_has(name):
     return check
 
 
+_DELEGATED_DOC = """The fitted estimator's ``{name}``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows.
+
+        Returns
+        -------
+        {returns}
+            {description}
+        """
+
+
+def _delegated(name, returns, description):
+    """The method ``name(self, X)`` of :class:`DelegatingMixin`: the fitted
+    estimator's own, available when that estimator has it."""
+    def method(self, X):
+        return getattr(self._fitted(), name)(X)
+
+    method.__name__ = name
+    method.__qualname__ = f"DelegatingMixin.{name}"
+    method.__doc__ = _DELEGATED_DOC.format(name=name, returns=returns,
+                                           description=description)
+    return available_if(_fitted_has(name))(method)
+
+
 class DelegatingMixin:
     """``predict``, ``predict_proba``, ``decision_function`` and ``transform``
     of the fitted estimator named by ``_fitted_attr`` (each available when
-    that estimator has it)."""
+    that estimator has it), its feature attributes and the wrapped
+    ``estimator``'s tags (marked non-deterministic: every fit draws noise)."""
 
     _fitted_attr = "estimator_"
 
@@ -24,69 +52,25 @@ class DelegatingMixin:
         check_is_fitted(self)
         return getattr(self, self._fitted_attr)
 
-    @available_if(_fitted_has("predict"))
-    def predict(self, X):
-        """The fitted estimator's ``predict``.
+    def _set_feature_attributes(self, fitted):
+        """``n_features_in_`` and, when it has them, ``feature_names_in_``
+        of the fitted estimator ``fitted``."""
+        self.n_features_in_ = fitted.n_features_in_
+        if hasattr(fitted, "feature_names_in_"):
+            self.feature_names_in_ = fitted.feature_names_in_
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows.
+    def __sklearn_tags__(self):
+        tags = self.estimator.__sklearn_tags__()
+        tags.non_deterministic = True
+        return tags
 
-        Returns
-        -------
-        y_pred : ndarray
-            Its predictions.
-        """
-        return self._fitted().predict(X)
-
-    @available_if(_fitted_has("predict_proba"))
-    def predict_proba(self, X):
-        """The fitted estimator's ``predict_proba``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows.
-
-        Returns
-        -------
-        proba : ndarray of shape (n_samples, n_classes)
-            Its class probabilities.
-        """
-        return self._fitted().predict_proba(X)
-
-    @available_if(_fitted_has("decision_function"))
-    def decision_function(self, X):
-        """The fitted estimator's ``decision_function``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows.
-
-        Returns
-        -------
-        scores : ndarray
-            Its decision values.
-        """
-        return self._fitted().decision_function(X)
-
-    @available_if(_fitted_has("transform"))
-    def transform(self, X):
-        """The fitted estimator's ``transform``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows.
-
-        Returns
-        -------
-        Xt : ndarray
-            Its transform of ``X``.
-        """
-        return self._fitted().transform(X)
+    predict = _delegated("predict", "y_pred : ndarray", "Its predictions.")
+    predict_proba = _delegated("predict_proba",
+                               "proba : ndarray of shape (n_samples, n_classes)",
+                               "Its class probabilities.")
+    decision_function = _delegated("decision_function", "scores : ndarray",
+                                   "Its decision values.")
+    transform = _delegated("transform", "Xt : ndarray", "Its transform of ``X``.")
 
     def score(self, X, y=None, *, groups=None, sample_weight=None):
         """The fitted estimator's ``score`` (evaluation; not private).

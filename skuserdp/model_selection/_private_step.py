@@ -399,6 +399,18 @@ def _through_head(pipeline, X, y, fit, prefix):
     return X
 
 
+def _to_private_step(estimator, X, y, fit):
+    """The private step of ``estimator`` (itself, or the last step of its
+    nested Pipelines) and ``X`` through the steps before it (fitting them
+    when ``fit``)."""
+    node, prefix = estimator, ""
+    while type(node) is Pipeline:
+        X = _through_head(node, X, y, fit, prefix)
+        name, node = node.steps[-1]
+        prefix += f"{name}__"
+    return node, X
+
+
 def fit_candidate(estimator, X, y, groups):
     """Fit a candidate of the search: the steps before the private one (as
     ``Pipeline.fit`` does, each in turn, with errors that show no data value
@@ -410,11 +422,7 @@ def fit_candidate(estimator, X, y, groups):
     -------
     estimator : the fitted ``estimator``
     """
-    node, prefix = estimator, ""
-    while type(node) is Pipeline:
-        X = _through_head(node, X, y, True, prefix)
-        name, node = node.steps[-1]
-        prefix += f"{name}__"
+    node, X = _to_private_step(estimator, X, y, True)
     node.fit(X, y, groups=groups)
     return estimator
 
@@ -423,9 +431,4 @@ def private_rows(fitted, X):
     """The private step of the fitted candidate ``fitted`` and ``X`` as that
     step sees it (through the steps before it, as in :func:`fit_candidate`:
     errors show no data value)."""
-    node, prefix = fitted, ""
-    while type(node) is Pipeline:
-        X = _through_head(node, X, None, False, prefix)
-        name, node = node.steps[-1]
-        prefix += f"{name}__"
-    return node, X
+    return _to_private_step(fitted, X, None, False)

@@ -538,12 +538,5 @@ class PrivateGridSearch(DelegatingMixin, UserLevelMixin, MetaEstimatorMixin,
         self.n_users_train_ = n_users - n_val
         self.n_users_validation_ = n_val
         if hasattr(best, "n_features_in_"):
-            self.n_features_in_ = best.n_features_in_
-        if hasattr(best, "feature_names_in_"):
-            self.feature_names_in_ = best.feature_names_in_
+            self._set_feature_attributes(best)
         return self
-
-    def __sklearn_tags__(self):
-        tags = self.estimator.__sklearn_tags__()
-        tags.non_deterministic = True
-        return tags

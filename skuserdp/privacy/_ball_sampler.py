@@ -30,7 +30,8 @@ The unit of privacy is the user: replace-one neighbours, n public.
 
 import math
 
-from ._budget import ApproxDP, _check_positive_finite
+from ._bisection import _largest
+from ._budget import ApproxDP, _check_open_unit, _check_positive_finite
 
 __all__ = [
     "BALL_SAMPLER_MAX_EPSILON",
@@ -97,22 +98,6 @@ def _privacy_map(epsilon_a, delta_a):
     return eps, delta
 
 
-def _largest(predicate, hi):
-    """Largest x in (0, hi] with predicate(x) (predicate monotone, true near 0)."""
-    if predicate(hi):
-        return hi
-    lo = 0.0
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if predicate(mid):
-            lo = mid
-        else:
-            hi = mid
-        if hi - lo <= 1e-15 * hi:
-            break
-    return lo
-
-
 def calibrate_ball_sampler(epsilon, delta, *, calibration="tight"):
     """Internal ``(ε_a, δ_a)`` of the ball sampler for a target (ε, δ).
 
@@ -149,8 +134,7 @@ def calibrate_ball_sampler(epsilon, delta, *, calibration="tight"):
     True
     """
     epsilon = _check_positive_finite("epsilon", epsilon)
-    if not 0 < delta < 1:
-        raise ValueError(f"delta must be in (0, 1), got {delta!r}.")
+    _check_open_unit("delta", delta)
     if calibration not in ("tight", "paper"):
         raise ValueError(
             f"calibration must be 'tight' or 'paper', got {calibration!r}."

@@ -30,6 +30,29 @@ def _check_positive_finite(name, value):
     return value
 
 
+def _check_count(name, value):
+    """``int(value)``, refused below 1."""
+    value = int(value)
+    if value < 1:
+        raise ValueError(f"{name} must be >= 1, got {value}.")
+    return value
+
+
+def _check_open_unit(name, value):
+    """``value`` as given, refused outside ``(0, 1)``."""
+    if not 0 < value < 1:
+        raise ValueError(f"{name} must be in (0, 1), got {value!r}.")
+    return value
+
+
+def _check_delta_target(delta):
+    """A target δ as a float, refused outside ``[0, 1)``."""
+    delta = float(delta)
+    if not 0 <= delta < 1:
+        raise ValueError(f"delta must be in [0, 1), got {delta!r}.")
+    return delta
+
+
 @dataclass(frozen=True)
 class PureDP:
     """Pure ε-differential privacy.

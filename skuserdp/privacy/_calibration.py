@@ -35,6 +35,7 @@ from scipy.special import log_ndtr, ndtr
 
 from ._budget import ZCDP, PureDP
 from ._budget import _check_nonneg_finite as _nonneg
+from ._budget import _check_open_unit
 from ._budget import _check_positive_finite as _positive
 from ._conversion import zcdp_rho_for
 
@@ -50,11 +51,10 @@ __all__ = [
 ]
 
 
-def _delta_open(delta):
-    delta = float(delta)
-    if not 0 < delta < 1:
-        raise ValueError(f"delta must be in (0, 1), got {delta!r}.")
-    return delta
+def _gaussian_target(sensitivity, epsilon, delta):
+    """The checked ``(Δ, ε, δ)`` of an (ε, δ) calibration of Gaussian noise."""
+    return (_positive("sensitivity", sensitivity), _positive("epsilon", epsilon),
+            _check_open_unit("delta", float(delta)))
 
 
 def laplace_privacy(sensitivity, scale):
@@ -209,9 +209,7 @@ def analytic_gaussian_sigma(sensitivity, epsilon, delta):
     >>> round(analytic_gaussian_sigma(4.0, 1.0, 1e-6), 2)
     16.9
     """
-    d = _positive("sensitivity", sensitivity)
-    eps = _positive("epsilon", epsilon)
-    delta = _delta_open(delta)
+    d, eps, delta = _gaussian_target(sensitivity, epsilon, delta)
     lo, hi = d * 1e-3, d
     while analytic_gaussian_delta(d, lo, eps) <= delta:
         lo /= 2
@@ -248,9 +246,7 @@ def classical_gaussian_sigma(sensitivity, epsilon, delta):
     >>> round(classical_gaussian_sigma(1.0, 0.5, 1e-5), 3)
     9.69
     """
-    d = _positive("sensitivity", sensitivity)
-    eps = _positive("epsilon", epsilon)
-    delta = _delta_open(delta)
+    d, eps, delta = _gaussian_target(sensitivity, epsilon, delta)
     if eps >= 1:
         raise ValueError(
             "the classical Gaussian mechanism (Dwork & Roth 2014, Thm A.1) is proven "

@@ -22,7 +22,16 @@ import math
 
 import numpy as np
 
-from ._budget import ZCDP, ApproxDP, PureDP, _check_positive_finite
+from ._bisection import _largest
+from ._budget import (
+    ZCDP,
+    ApproxDP,
+    PureDP,
+    _check_count,
+    _check_delta_target,
+    _check_open_unit,
+    _check_positive_finite,
+)
 from ._conversion import (
     _as_rho,
     bounded_range_epsilon,
@@ -169,11 +178,8 @@ def compose_advanced(loss, k, delta_slack):
     """
     if not isinstance(loss, (PureDP, ApproxDP)):
         raise TypeError("advanced composition takes a PureDP or ApproxDP loss.")
-    k = int(k)
-    if k < 1:
-        raise ValueError(f"k must be >= 1, got {k}.")
-    if not 0 < delta_slack < 1:
-        raise ValueError(f"delta_slack must be in (0, 1), got {delta_slack!r}.")
+    k = _check_count("k", k)
+    _check_open_unit("delta_slack", delta_slack)
     eps_total = _advanced_epsilon(loss.epsilon, k, delta_slack)
     if not math.isfinite(eps_total):
         raise ValueError(
@@ -275,11 +281,8 @@ def advanced_composition_step(epsilon, delta_slack, k, *, rule="exact"):
     0.02297
     """
     epsilon = _check_positive_finite("epsilon", epsilon)
-    if not 0 < delta_slack < 1:
-        raise ValueError(f"delta_slack must be in (0, 1), got {delta_slack!r}.")
-    k = int(k)
-    if k < 1:
-        raise ValueError(f"k must be >= 1, got {k}.")
+    _check_open_unit("delta_slack", delta_slack)
+    k = _check_count("k", k)
     if rule not in ("exact", "paper"):
         raise ValueError(f"rule must be 'exact' or 'paper', got {rule!r}.")
 
@@ -290,18 +293,7 @@ def advanced_composition_step(epsilon, delta_slack, k, *, rule="exact"):
         eps0 = epsilon / (2.0 * math.sqrt(2.0 * k * math.log(1.0 / delta_slack)))
         if composed(eps0) <= epsilon:
             return eps0
-    lo, hi = epsilon / k, epsilon
-    if composed(hi) <= epsilon:
-        return hi
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if composed(mid) <= epsilon:
-            lo = mid
-        else:
-            hi = mid
-        if hi - lo <= 1e-15 * hi:
-            break
-    return lo
+    return _largest(lambda eps0: composed(eps0) <= epsilon, epsilon, lo=epsilon / k)
 
 
 def zcdp_remaining(total, *spent):
@@ -367,8 +359,7 @@ def split_off(budget, share):
     >>> split_off(ZCDP(0.5), 0.25)
     (1.0, ZCDP(rho=0.375))
     """
-    if not 0 < share < 1:
-        raise ValueError(f"share must be in (0, 1), got {share!r}.")
+    _check_open_unit("share", share)
     if isinstance(budget, ZCDP):
         step = share * budget.rho
         return bounded_range_epsilon(step), ZCDP(budget.rho - step)
@@ -417,10 +408,8 @@ def split_zcdp(epsilon, delta, share):
     True
     """
     _check_positive_finite("epsilon", epsilon)
-    if not 0 < delta < 1:
-        raise ValueError(f"delta must be in (0, 1), got {delta!r}.")
-    if not 0 < share < 1:
-        raise ValueError(f"share must be in (0, 1), got {share!r}.")
+    _check_open_unit("delta", delta)
+    _check_open_unit("share", share)
     rho = zcdp_rho_for(epsilon, delta)
     first = share * rho
     return ZCDP(first), _part_epsilon(rho - first, epsilon, delta)
@@ -520,9 +509,7 @@ def adaptive_query_budget(epsilon, delta, k, *, calibration="tight"):
     >>> round(b.epsilon, 5), b.delta
     (0.00928, 5e-09)
     """
-    k = int(k)
-    if k < 1:
-        raise ValueError(f"k must be >= 1, got {k}.")
+    k = _check_count("k", k)
     if delta == 0:
         return PureDP(epsilon / k)
     if calibration == "paper":
@@ -619,9 +606,7 @@ def compose_spend(losses, delta):
     1.549
     """
     losses = list(losses)
-    delta = float(delta)
-    if not 0 <= delta < 1:
-        raise ValueError(f"delta must be in [0, 1), got {delta!r}.")
+    delta = _check_delta_target(delta)
     if not losses:
         return ApproxDP(0.0, 0.0)
     _known_kinds(losses)
@@ -686,9 +671,7 @@ def split_for_fits(epsilon, delta, n_fits, *, zcdp):
     1.0
     """
     _check_positive_finite("epsilon", epsilon)
-    delta = float(delta)
-    if not 0 <= delta < 1:
-        raise ValueError(f"delta must be in [0, 1), got {delta!r}.")
+    delta = _check_delta_target(delta)
     if isinstance(n_fits, bool) or int(n_fits) != n_fits or n_fits < 1:
         raise ValueError(f"n_fits must be an int >= 1, got {n_fits!r}.")
     n_fits = int(n_fits)

@@ -27,7 +27,7 @@ import math
 import numpy as np
 from scipy.optimize import minimize_scalar
 
-from ._budget import ZCDP, ApproxDP, PureDP
+from ._budget import ZCDP, ApproxDP, PureDP, _check_open_unit
 
 __all__ = [
     "pure_to_zcdp",
@@ -197,8 +197,7 @@ def rdp_curve_epsilon(curve, delta):
     True
     """
     delta = float(delta)
-    if not 0 < delta < 1:
-        raise ValueError(f"delta must be in (0, 1), got {delta!r}.")
+    _check_open_unit("delta", delta)
     log_inv_delta = -math.log(delta)
 
     def eps_at(log_am1):

@@ -33,7 +33,7 @@ import math
 
 import numpy as np
 
-from ._budget import ZCDP, ApproxDP, PureDP
+from ._budget import ZCDP, ApproxDP, PureDP, _check_open_unit
 from ._composition import compose, compose_spend, split_zcdp
 from ._conversion import bounded_range_epsilon, pure_to_zcdp, zcdp_rho_for
 
@@ -91,8 +91,7 @@ def split_for_public_bounds(epsilon, delta, share, n_releases, *, zcdp,
     delta = float(delta)
     if not (math.isfinite(epsilon) and epsilon > 0):
         raise ValueError(f"epsilon must be a finite number > 0, got {epsilon!r}.")
-    if not 0 < share < 1:
-        raise ValueError(f"share must be in (0, 1), got {share!r}.")
+    _check_open_unit("share", share)
     n_releases = int(n_releases)
     if n_releases < 1:
         raise ValueError(f"n_releases must be >= 1, got {n_releases!r}.")

@@ -29,7 +29,13 @@ References
 
 import math
 
-from ._budget import ApproxDP, PureDP, _check_positive_finite
+from ._budget import (
+    ApproxDP,
+    PureDP,
+    _check_count,
+    _check_open_unit,
+    _check_positive_finite,
+)
 
 __all__ = [
     "random_stopping_call_budget",
@@ -133,9 +139,7 @@ def random_stopping_privacy(call_loss, stop_probability, max_iter=None):
     epsilon = _FACTOR * eps0
     if max_iter is None:
         return PureDP(epsilon)
-    max_iter = int(max_iter)
-    if max_iter < 1:
-        raise ValueError(f"max_iter must be >= 1, got {max_iter}.")
+    max_iter = _check_count("max_iter", max_iter)
     return ApproxDP(epsilon, _capped_delta(epsilon, gamma, max_iter))
 
 
@@ -168,8 +172,7 @@ def random_stopping_max_iter(epsilon, stop_probability, delta):
     epsilon = _check_positive_finite("epsilon", epsilon)
     gamma = _check_stop_probability(stop_probability)
     delta = float(delta)
-    if not 0 < delta < 1:
-        raise ValueError(f"delta must be in (0, 1), got {delta!r}.")
+    _check_open_unit("delta", delta)
     if gamma == 1:
         return 1
     need = _log1p_exp(epsilon) - math.log(delta)  # > 0

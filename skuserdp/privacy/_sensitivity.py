@@ -16,6 +16,7 @@ neighbouring values each move by at most half a grid step per coordinate.
 
 import math
 
+from ._budget import _check_count
 from ._budget import _check_nonneg_finite as _nonneg
 
 __all__ = [
@@ -37,9 +38,7 @@ def _check_norm(norm):
 
 def _rounding_term(dim, norm):
     _check_norm(norm)
-    dim = int(dim)
-    if dim < 1:
-        raise ValueError(f"dim must be >= 1, got {dim}.")
+    dim = _check_count("dim", dim)
     return {"l2": math.sqrt(dim), "l1": float(dim), "linf": 1.0}[norm]
 
 
@@ -87,9 +86,7 @@ def replace_one_mean_sensitivity(radius, n_users):
     >>> replace_one_mean_sensitivity(1.0, 100)
     0.02
     """
-    n_users = int(n_users)
-    if n_users < 1:
-        raise ValueError(f"n_users must be >= 1, got {n_users}.")
+    n_users = _check_count("n_users", n_users)
     return replace_one_sum_sensitivity(radius) / n_users
 
 

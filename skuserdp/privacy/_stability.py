@@ -20,7 +20,7 @@ when ``count + Z ≥ T``). For the discrete Laplace,
 import math
 from fractions import Fraction
 
-from ._budget import ApproxDP, _check_positive_finite
+from ._budget import ApproxDP, _check_open_unit, _check_positive_finite
 
 __all__ = ["stability_histogram_threshold", "stability_histogram_privacy"]
 
@@ -51,8 +51,7 @@ def stability_histogram_threshold(epsilon, delta):
     (2.0, 28)
     """
     epsilon = _check_positive_finite("epsilon", epsilon)
-    if not 0 < delta < 1:
-        raise ValueError(f"delta must be in (0, 1), got {delta!r}.")
+    _check_open_unit("delta", delta)
     den = 1 << 20
     scale = Fraction(math.ceil(2.0 / epsilon * den), den)
     s = float(scale)

@@ -74,7 +74,12 @@ This is the only module that imports dp-accounting (an optional extra:
 import math
 from fractions import Fraction
 
-from ._budget import ApproxDP, _check_positive_finite
+from ._budget import (
+    ApproxDP,
+    _check_count,
+    _check_open_unit,
+    _check_positive_finite,
+)
 
 __all__ = [
     "LATTICE_ROUNDING_TAU",
@@ -143,11 +148,8 @@ def poisson_gaussian_epsilon(noise_multiplier, sampling_rate, steps, delta):
     dpa = _dp_accounting()
     multiplier = _check_positive_finite("noise_multiplier", noise_multiplier)
     q = _check_rate(sampling_rate)
-    steps = int(steps)
-    if steps < 1:
-        raise ValueError(f"steps must be >= 1, got {steps}.")
-    if not 0 < delta < 1:
-        raise ValueError(f"delta must be in (0, 1), got {delta!r}.")
+    steps = _check_count("steps", steps)
+    _check_open_unit("delta", delta)
     pld = dpa.pld.privacy_loss_distribution.from_gaussian_mechanism(
         standard_deviation=multiplier,
         sensitivity=1.0,
@@ -304,13 +306,9 @@ def poisson_lattice_sigma2(noise_multiplier, radius_units, tau=LATTICE_ROUNDING_
 def _lattice_terms(delta, steps, n_params, tau):
     """``(2pTη̄, δ_c)``: the ε charge of the lattice route and the δ left to
     the continuous analysis, with ``e^{pTη̄}·δ_c ≤ δ`` in exact arithmetic."""
-    steps, n_params = int(steps), int(n_params)
-    if steps < 1:
-        raise ValueError(f"steps must be >= 1, got {steps}.")
-    if n_params < 1:
-        raise ValueError(f"n_params must be >= 1, got {n_params}.")
-    if not 0 < delta < 1:
-        raise ValueError(f"delta must be in (0, 1), got {delta!r}.")
+    steps = _check_count("steps", steps)
+    n_params = _check_count("n_params", n_params)
+    _check_open_unit("delta", delta)
     x = n_params * steps * lattice_rounding_gap(tau) * (1.0 + 2.0 ** -40)
     # δ_c = δ(1 − x − 2^-50) <= δ(1 − x) <= δe^{−x}, the product's rounding
     # (at most 2^-52 relative) absorbed by the 2^-50

@@ -2,14 +2,15 @@
 
 Use :func:`fill_doc` on a class or function whose docstring contains
 placeholders such as ``{epsilon}`` on a line of their own; only the names in
-:data:`PARAMETER_DOCS` and :data:`PARAGRAPHS` are replaced (other single
-braces are left alone; doubled braces ``{{`` and ``}}`` become single ones),
-and the inserted text is indented to match the placeholder.
+:data:`PARAMETER_DOCS`, :data:`ATTRIBUTE_DOCS` and :data:`PARAGRAPHS` are
+replaced (other single braces are left alone; doubled braces ``{{`` and
+``}}`` become single ones), and the inserted text is indented to match the
+placeholder.
 """
 
 import re
 
-__all__ = ["PARAMETER_DOCS", "PARAGRAPHS", "fill_doc"]
+__all__ = ["PARAMETER_DOCS", "ATTRIBUTE_DOCS", "PARAGRAPHS", "fill_doc"]
 
 PARAGRAPHS = {
     "user_level_note": """\
@@ -69,6 +70,11 @@ bounds_share : float, default=None
     release is accounted in zCDP (``None``: 0.1), of ε otherwise (basic
     composition of the ``2·n_features`` releases; ``None``: 0.25). Unused
     with declared bounds.""",
+    "X_supervised": """\
+X : array-like of shape (n_samples, n_features)
+    Rows of all users. Not modified. A Dask array or DataFrame is
+    accepted, with ``y`` partitioned like it (user guide, "Data
+    larger than memory").""",
     "groups": """\
 groups : array-like of shape (n_samples,) or str, default=None
     User id of every row (any hashable labels; a pandas Series is fine). This
@@ -78,7 +84,28 @@ groups : array-like of shape (n_samples,) or str, default=None
     is then not a feature.""",
 }
 
-_ALL = {**PARAMETER_DOCS, **PARAGRAPHS}
+#: fitted attributes described alike by every estimator that has them
+ATTRIBUTE_DOCS = {
+    "mean_": """\
+mean_ : ndarray of shape (n_features,)
+    The private user-level mean.""",
+    "bounds_": """\
+bounds_ : tuple (lower, upper)
+    The box used (declared, or learned privately).""",
+    "noise_std_": """\
+noise_std_ : float
+    Standard deviation of the release's noise on each feature of
+    ``mean_``, from the public plan (no privacy cost; clipping bias not
+    included): ``mean_ ± 1.96·noise_std_`` is the noise's 95 % range.""",
+    "feature_attributes": """\
+n_features_in_ : int
+    Number of features seen during ``fit``.
+feature_names_in_ : ndarray of shape (`n_features_in_`,)
+    Names of features seen during ``fit``. Defined only when ``X`` has
+    feature names that are all strings.""",
+}
+
+_ALL = {**PARAMETER_DOCS, **ATTRIBUTE_DOCS, **PARAGRAPHS}
 _PATTERN = re.compile(r"^([ \t]*)\{(" + "|".join(_ALL) + r")\}[ \t]*$", re.MULTILINE)
 
 

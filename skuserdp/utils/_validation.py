@@ -81,6 +81,24 @@ def feature_labels(indices, names=None):
     return text
 
 
+def _as_2d_float(values, name):
+    """``values`` as a float64 array (no copy when it is one), refused unless
+    2-d; ``name`` names it in the message."""
+    values = np.asarray(values, dtype=np.float64)
+    if values.ndim != 2:
+        raise ValueError(f"{name} must be 2-d, got shape {values.shape}.")
+    return values
+
+
+def _check_plan_shape(name, array, plan):
+    """Refuse an ``array`` (named ``name`` in the message) whose shape is not
+    the plan's ``(n_users, n_features)``."""
+    if array.shape != (plan.n_users, plan.n_features):
+        raise ValueError(
+            f"{name} must have shape ({plan.n_users}, {plan.n_features}) to match "
+            f"the plan, got {array.shape}.")
+
+
 def _column_names(X):
     """The column names of a DataFrame-like ``X``, else None."""
     columns = getattr(X, "columns", None)
