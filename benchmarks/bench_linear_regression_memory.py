@@ -153,7 +153,10 @@ def child(spec):
 
     X, y, groups = _make_data(spec["rows"], spec["features"], spec["users"],
                               spec["seed"], spec["layout"])
-    est = UserDPLinearRegression(epsilon=1.0, delta=1e-6, random_state=0)
+    # the public boxes the dense emulation assumes (rows of sd 1/sqrt(d)
+    # per feature, targets of sd 0.5)
+    box = dict(bounds=(-1.0, 1.0), target_bounds=(-1.0, 1.0))
+    est = UserDPLinearRegression(epsilon=1.0, delta=1e-6, random_state=0, **box)
     if spec["case"] == "dense":
         def fit():
             return _dense_fit(est, X, y, groups)
@@ -184,7 +187,8 @@ def child(spec):
                                             spec["repeats"])
         out["alpha_fixed_times_s"] = _timeit(
             lambda: UserDPLinearRegression(epsilon=1.0, delta=1e-6, alpha=0.01,
-                                           random_state=0).fit(X, y, groups=groups),
+                                           random_state=0, **box).fit(
+                X, y, groups=groups),
             spec["repeats"])
         out["alpha"] = est.alpha_
         out["epsilon_spent"] = est.epsilon_
@@ -197,15 +201,18 @@ def _stages(est, X, y, groups, repeats):
     from skuserdp.linear_model._linear_regression import min_eigenvalue_from_plan
     from skuserdp.mean import clip_noise_from_plan
 
+    from skuserdp.linear_model._base import PublicScale
+
     Xv, yv, codes, n_users = est._validate_supervised(X, y, groups)
-    yc = np.clip(yv, -1.0, 1.0)  # targets in box units
-    V = est._user_statistics(Xv, yc, codes, n_users)
+    # the fitted (declared) boxes: the statistics in their units
+    statistics = est._user_statistics(PublicScale(*est.bounds_, *est.target_bounds_))
+    V = statistics(Xv, yv, codes, n_users)
     p = X.shape[1] + 1
     plan, eig = est._plan(n_users, p, V.shape[1], est._max_radius(), est.epsilon)
     stages = {
         "validate X, y, groups": lambda: est._validate_supervised(X, y, groups),
         "streamed statistics (this issue)":
-            lambda: est._user_statistics(Xv, yc, codes, n_users),
+            lambda: statistics(Xv, yv, codes, n_users),
         "eigenvalue release (this issue)": lambda: min_eigenvalue_from_plan(
             V, eig, clip_radius=plan.ball, norm=plan.norm,
             drop_last_diagonal=True, random_state=0),

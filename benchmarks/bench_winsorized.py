@@ -36,7 +36,7 @@ Three parts, one per acceptance target of the issue:
    ``B*sqrt(ln(2n/gamma)/(2m))`` (spec [E9]). The analytic variances are
    checked against real ``winsorized_mean`` / ``clip_noise_mean`` releases on
    synthetic user means within tau (d = 16, n = 2000 and 20000).
-3. ``timing`` -- ``WinsorizedMeanEstimator(epsilon=1, delta=1e-6, bound=10,
+3. ``timing`` -- ``WinsorizedMeanEstimator(epsilon=1, delta=1e-6, bounds=(-10, 10),
    random_state=0).fit(X, groups=g)`` on 1M rows x 64 features x 10k users
    (int ids, shuffled) against ``skuserdp.users.user_means(X, g)``; best of
    ``--timing-repeats`` after a warm-up. Also the core ``winsorized_mean`` on
@@ -235,7 +235,7 @@ def check_estimators_match_cores(X, ids, U, B, eps):
     core = winsorized_mean(U, epsilon=eps, delta=delta, bound=B, random_state=7)
     assert np.array_equal(est.mean_, core[0]) and est.tau_ == core[2]
     est = ClipNoiseMeanEstimator(epsilon=eps, delta=delta, radius=B * math.sqrt(d),
-                                 random_state=7).fit(X, groups=ids)
+                                 center=0.0, random_state=7).fit(X, groups=ids)
     core = clip_noise_mean(U, epsilon=eps, delta=delta, radius=B * math.sqrt(d),
                            random_state=7)
     assert np.array_equal(est.mean_, core[0])
@@ -497,14 +497,15 @@ def run_timing(args):
           f"{repeats} (+1 warm-up)", flush=True)
     X, ids = make_timing_data(n, d, n_users, args.seed)
     U = user_means(X, ids).means
-    kw = dict(epsilon=1.0, delta=1e-6, bound=10.0, random_state=0)
+    kw = dict(epsilon=1.0, delta=1e-6, bound=10.0, random_state=0)  # the core's
+    est_kw = dict(epsilon=1.0, delta=1e-6, bounds=(-10.0, 10.0), random_state=0)
     cases = [
         ("user_means", "user_means(X, g) (baseline)",
          lambda: user_means(X, ids)),
-        ("fit_tau_auto", "WinsorizedMeanEstimator(**kw).fit(X, groups=g)",
-         lambda: WinsorizedMeanEstimator(**kw).fit(X, groups=ids)),
-        ("fit_tau_float", f"WinsorizedMeanEstimator(tau={TIMING_TAU}, **kw).fit",
-         lambda: WinsorizedMeanEstimator(tau=TIMING_TAU, **kw).fit(X, groups=ids)),
+        ("fit_tau_auto", "WinsorizedMeanEstimator(**est_kw).fit(X, groups=g)",
+         lambda: WinsorizedMeanEstimator(**est_kw).fit(X, groups=ids)),
+        ("fit_tau_float", f"WinsorizedMeanEstimator(tau={TIMING_TAU}, **est_kw).fit",
+         lambda: WinsorizedMeanEstimator(tau=TIMING_TAU, **est_kw).fit(X, groups=ids)),
         ("core_tau_auto", "winsorized_mean(U, **kw) on the user means",
          lambda: winsorized_mean(U, **kw)),
         ("core_tau_float", f"winsorized_mean(U, tau={TIMING_TAU}, **kw)",
@@ -512,7 +513,7 @@ def run_timing(args):
         ("clipnoise_fit", "ClipNoiseMeanEstimator(radius=10*sqrt(d)).fit "
          "(for information)",
          lambda: ClipNoiseMeanEstimator(epsilon=1.0, delta=1e-6,
-                                        radius=10.0 * math.sqrt(d),
+                                        radius=10.0 * math.sqrt(d), center=0.0,
                                         random_state=0).fit(X, groups=ids)),
     ]
     rows = []
