@@ -122,11 +122,12 @@ def demo_configs(name, cls):
     """
     if name in DEMO_CONFIGS:
         return DEMO_CONFIGS[name]
-    params = cls().get_params()
+    est = cls()
+    params = est.get_params()
     if "bounds" not in params:
         raise RuntimeError(f"{name} has no entry in skuserdp._demo.DEMO_CONFIGS.")
     knowledge = dict(bounds=(-5.0, 5.0))
-    if is_regressor(cls()) or is_classifier(cls()):
+    if is_regressor(est) or is_classifier(est):
         knowledge = dict(bounds=_ROW_BOX, target_bounds=(-1.0, 1.0), classes=[0, 1])
     knowledge = {k: v for k, v in knowledge.items() if k in params}
     return [dict(epsilon=eps, delta=1e-6, **knowledge) for eps in (0.5, 1.0, 2.0)]

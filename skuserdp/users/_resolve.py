@@ -156,6 +156,14 @@ def estimator_dask_table(estimator, X, y, groups, *, classes=None, check_meta=No
     return table, meta
 
 
+def _float_rows(estimator, X, groups, *, reset):
+    """In-memory ``X`` as validated float64 rows (not sparse, aligned with a
+    pandas ``groups``); ``reset`` sets ``n_features_in_``, else checks it."""
+    check_not_sparse(X)
+    check_groups_alignment(groups, X)
+    return validate_rows(estimator, X, reset=reset, dtype=np.float64, order="C")
+
+
 def fit_user_means(estimator, X, y, groups):
     """The users' means of a mean estimator's ``fit`` (called by ``fit``).
 
@@ -173,9 +181,7 @@ def fit_user_means(estimator, X, y, groups):
     if is_dask_collection(X) or is_dask_collection(groups):
         means = estimator_dask_table(estimator, X, y, groups, stacklevel=5)[0].means
         return means, means.shape[0]
-    check_not_sparse(X)
-    check_groups_alignment(groups, X)
-    X = validate_rows(estimator, X, dtype=np.float64, order="C")
+    X = _float_rows(estimator, X, groups, reset=True)
     codes, n_users = resolve_groups(estimator, y, groups, X.shape[0])
     return _means_by_code(X, codes, n_users)[0], n_users
 
@@ -196,9 +202,7 @@ def held_out_user_means(estimator, X, groups):
         table = estimator_dask_table(estimator, X, None, groups, reset=False,
                                      warn=False)[0]
         return table.means.mean(axis=0)
-    check_not_sparse(X)
-    check_groups_alignment(groups, X)
-    X = validate_rows(estimator, X, reset=False, dtype=np.float64, order="C")
+    X = _float_rows(estimator, X, groups, reset=False)
     if groups is None:
         return X.mean(axis=0)
     codes, labels = check_groups(groups, X.shape[0])
