@@ -9,37 +9,41 @@ never the data, so it costs no privacy. The rule and the measurements behind
 it are in the user guide (``docs/mean_estimation.rst``) and
 ``benchmarks/README.md`` (``bench_means.py``).
 
-The rule (``method="auto"``):
+The rule (``method="auto"``), issue 28:
 
-1. δ = 0 (pure DP): :class:`ThreadedClipNoiseEstimator` when a moment bound,
-   rows per user are declared; else
-   :class:`ClipNoiseMeanEstimator` when ``radius`` and ``center`` are
-   declared; else :class:`WinsorizedMeanEstimator` on the box ``bounds``.
-2. δ > 0 and the box ``bounds`` is declared or ``"auto"`` (the default:
-   learned privately) and the confidence ball can shrink
-   (:func:`coinpress_shrink_ratio` ``≤ SHRINK_RATIO_MAX``):
-   :class:`CoinPressMeanEstimator` on the box (it estimates the spread
-   itself; in every measured regime it was the best with only a box).
-3. δ > 0 otherwise (few users for the dimension): a declared ``radius``
-   with a ``center`` is a clipping ball, so :class:`ClipNoiseMeanEstimator`;
-   a ``radius`` without a location, :class:`FewUsersBallEstimator`; only a
-   box, :class:`CoinPressMeanEstimator` anyway (nothing measured does
-   better with a box alone when users are this few).
+1. δ = 0 with a declared moment bound and rows per user:
+   :class:`ThreadedClipNoiseEstimator` (the heavy-tail estimator's pure path).
+2. A declared clipping ball (``radius`` with ``center``) whose isotropic
+   noise is at most the per-column release's in every column:
+   :class:`ClipNoiseMeanEstimator`.
+3. With δ > 0 and few users for the dimension
+   (:func:`coinpress_shrink_ratio` ``> SHRINK_RATIO_MAX``) and a declared
+   ``radius``: the ball (:class:`ClipNoiseMeanEstimator` with a ``center``,
+   :class:`FewUsersBallEstimator` without).
+4. Otherwise, with a box (declared, or ``"auto"``: learned privately):
+   :class:`ColumnScaledMeanEstimator`, per-column clip-and-noise in the box's
+   own units. It is unbiased whenever the box holds the users' means, its
+   bias vanishes as the learned box widens with nε, and its noise is scaled
+   to each column. The vector estimators (CoinPress, Winsorized) clip to
+   a radius fitted to concentrated users: on real tables -- skewed columns,
+   columns in different units -- they lost to it (``bench_real_means.py``).
+   They stay one ``method=`` away.
 """
 
 import math
 from numbers import Integral, Real
 
+import numpy as np
+
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..base import BOUNDS_CONSTRAINTS
-from ..exceptions import AccuracyWarning
 from ..privacy import ZCDP, zcdp_rho_for
 from ..utils._docstrings import fill_doc
 from ..utils._validation import check_center
-from ..utils._warnings import warn_at_caller
 from ._base import UserLevelMeanEstimator
 from ._clip_noise import ClipNoiseMeanEstimator, plan_clip_noise
+from ._column_scaled import ColumnScaledMeanEstimator
 from ._coinpress import DECLARED_BOX_STEPS, CoinPressMeanEstimator, plan_coinpress
 from ._few_users import FewUsersBallEstimator
 from ._person_level import ThreadedClipNoiseEstimator
@@ -53,10 +57,8 @@ SHRINK_RATIO_MAX = 0.5
 #: the few-users estimator's default robustness (a quarter of the users)
 FEW_USERS_ROBUSTNESS = 0.25
 
-#: the words of ``reason_`` that mark a regime where no estimator does well
-HOPELESS = "no estimator does well"
-
 _METHODS = {
+    "column_scaled": ColumnScaledMeanEstimator,
     "coinpress": CoinPressMeanEstimator,
     "clip_noise": ClipNoiseMeanEstimator,
     "winsorized": WinsorizedMeanEstimator,
@@ -135,7 +137,7 @@ def choose_mean_method(n_users, n_features, epsilon, delta, *, bounds=None,
     Returns
     -------
     method : str
-        One of ``"coinpress"``, ``"clip_noise"``, ``"winsorized"``,
+        One of ``"column_scaled"``, ``"clip_noise"``,
         ``"few_users"``, ``"threaded"``.
     reason : str
         Why, in one sentence.
@@ -144,7 +146,7 @@ def choose_mean_method(n_users, n_features, epsilon, delta, *, bounds=None,
     --------
     >>> from skuserdp.mean import choose_mean_method
     >>> choose_mean_method(1000, 10, 1.0, 1e-6, bounds=(-100, 100))[0]
-    'coinpress'
+    'column_scaled'
     >>> choose_mean_method(100, 100, 1.0, 1e-6, bounds="auto", radius=7.0)[0]
     'few_users'
     """
@@ -158,26 +160,48 @@ def choose_mean_method(n_users, n_features, epsilon, delta, *, bounds=None,
                 and samples_per_user is not None):
             return "threaded", ("pure DP with a declared moment bound and rows per "
                                 "user: the heavy-tail estimator's pure path")
-        if radius is not None and center is not None:
+        if radius is not None and center is not None and _ball_beats_box(
+                radius, bound, n_features):
             return "clip_noise", "pure DP with a declared clipping ball"
         if bound is not None:
-            return "winsorized", "pure DP with a box"
+            return "column_scaled", "pure DP with a box: " + COLUMN_SCALED_REASON
         raise ValueError("with delta=0, declare bounds= (or radius= with center=): "
                          "the few-users and CoinPress estimators need delta > 0.")
     ratio = coinpress_shrink_ratio(n_users, n_features, epsilon, delta)
     few = ratio > SHRINK_RATIO_MAX
     size = (f"few users for the dimension (shrink ratio {ratio:.2g} > "
             f"{SHRINK_RATIO_MAX})" if few else
-            f"enough users for the ball to shrink (ratio {ratio:.2g} <= "
+            f"enough users for the dimension (shrink ratio {ratio:.2g} <= "
             f"{SHRINK_RATIO_MAX})")
-    if bound is not None and not few:
-        return "coinpress", size + "; a box is declared or learned"
-    if radius is not None and center is not None:
-        return "clip_noise", size + "; a clipping ball is declared"
-    if radius is not None:
+    if radius is not None and (bound is None or few):
+        if center is not None:
+            return "clip_noise", size + "; a clipping ball is declared"
         return "few_users", size + "; a radius without a location is declared"
-    return "coinpress", (size + "; only a box is declared: " + HOPELESS
-                         + " with a box alone here, CoinPress is used")
+    if radius is not None and center is not None and _ball_beats_box(
+            radius, bound, n_features):
+        return "clip_noise", (size + "; the declared clipping ball is smaller than "
+                              "the box in every column")
+    return "column_scaled", size + "; a box: " + COLUMN_SCALED_REASON
+
+
+#: why a box leads to :class:`ColumnScaledMeanEstimator`
+COLUMN_SCALED_REASON = (
+    "per-column clip-and-noise in the box's own units, unbiased whenever the "
+    "box holds the users' means, with noise scaled to each column's width (on "
+    "real tables the vector estimators, whose clipping assumes concentrated "
+    "users, lost to it: benchmarks/README.md, bench_real_means.py)")
+
+
+def _ball_beats_box(radius, bounds, n_features):
+    """Whether a declared ball's noise (isotropic, ∝ 2·radius) is at most the
+    per-column release's in every column (∝ √d·width_j): public values only."""
+    if bounds is None:
+        return True
+    if isinstance(bounds, str):  # a learned box: its widths are not known yet
+        return False
+    lower, upper = (np.broadcast_to(np.asarray(b, dtype=float), (n_features,))
+                    for b in bounds)
+    return bool(2.0 * radius <= math.sqrt(n_features) * float(np.min(upper - lower)))
 
 
 @fill_doc
@@ -186,9 +210,10 @@ class UserMeanEstimator(UserLevelMeanEstimator):
 
     Declare what you know publicly -- ``bounds`` (a box containing
     the users' means, as loose as you like) or ``radius`` -- and
-    ``method="auto"`` chooses among :class:`CoinPressMeanEstimator`,
-    :class:`ClipNoiseMeanEstimator`, :class:`WinsorizedMeanEstimator`,
-    :class:`FewUsersBallEstimator` and :class:`ThreadedClipNoiseEstimator`
+    ``method="auto"`` chooses among :class:`ColumnScaledMeanEstimator`,
+    :class:`ClipNoiseMeanEstimator`, :class:`FewUsersBallEstimator` and
+    :class:`ThreadedClipNoiseEstimator` (:class:`CoinPressMeanEstimator` and
+    :class:`WinsorizedMeanEstimator` are one ``method=`` away)
     from public values only (``n_users``, ``n_features``, ε, δ and the
     declared knowledge), so the choice costs no privacy. The rule, and the
     measurements it rests on, are in the user guide ("Choosing a mean
@@ -200,8 +225,8 @@ class UserMeanEstimator(UserLevelMeanEstimator):
     ----------
     {epsilon}
     {delta}
-    method : {{"auto", "coinpress", "clip_noise", "winsorized", "few_users", \
-"threaded"}}, default="auto"
+    method : {{"auto", "column_scaled", "coinpress", "clip_noise", "winsorized", \
+"few_users", "threaded"}}, default="auto"
         The estimator, or ``"auto"`` for the rule.
     {bounds}
     {bounds_share}
@@ -225,13 +250,11 @@ class UserMeanEstimator(UserLevelMeanEstimator):
         then measured to the clean users' mean. The few-users estimator is
         run with this robustness (at least its default 1/4: it is built to
         resist a quarter of the users). The rule is otherwise unchanged:
-        with 5 to 30 % of the users corrupted at distances 10 to 1000 (1000
-        users, d = 10), CoinPress with a box was the most accurate estimator
-        in 11 of 12 measured cells, and the Winsorized mean 1.2 to 16 times
-        worse; only at 30 % corrupted users at distance 1000 was the
-        few-users estimator with a declared radius better (error 11 against
-        25). See ``bench_means.py --parts corrupted`` in
-        ``benchmarks/README.md``.
+        with a box, corrupted users are clipped to it, so their pull on the
+        estimate is at most ``corrupted_fraction`` times the box's width in
+        every column (measured with the earlier CoinPress default in
+        ``bench_means.py --parts corrupted``, ``benchmarks/README.md``; a
+        robust default is issue 31's).
     calibration : {{"tight"}}, default="tight"
         zCDP accounting with optimal conversions, passed to the estimator
         chosen (CoinPress has no ``"paper"`` setting).
@@ -313,7 +336,9 @@ class UserMeanEstimator(UserLevelMeanEstimator):
         common = dict(epsilon=self.epsilon, delta=self.delta, bounds=self.bounds,
                       bounds_share=self.bounds_share,
                       random_state=self.random_state, n_jobs=self.n_jobs)
-        if name == "coinpress":
+        if name == "column_scaled":
+            kw = {}
+        elif name == "coinpress":
             kw = dict(radius=None)
         elif name == "clip_noise":
             kw = dict(radius=self.radius, center=self.center)
@@ -344,11 +369,6 @@ class UserMeanEstimator(UserLevelMeanEstimator):
                 radius=self.radius, center=self.center,
                 samples_per_user=self.samples_per_user,
                 moment_order=self.moment_order, moment_bound=self.moment_bound)
-            if HOPELESS in reason:
-                warn_at_caller(
-                    f"UserMeanEstimator: {reason}. Expect an error comparable to "
-                    "the box; declare a radius (few-users estimator) or use more "
-                    "users or a larger epsilon.", AccuracyWarning)
         else:
             method, reason = self.method, "chosen by the user"
         self._delegate_, self._method, self._reason = (self._delegate(method), method,

@@ -16,6 +16,7 @@ from skuserdp.exceptions import AccuracyWarning
 from skuserdp.mean import (
     ClipNoiseMeanEstimator,
     CoinPressMeanEstimator,
+    ColumnScaledMeanEstimator,
     FewUsersBallEstimator,
     ThreadedClipNoiseEstimator,
     UserMeanEstimator,
@@ -46,18 +47,26 @@ def test_shrink_ratio_is_the_documented_formula():
 
 
 @pytest.mark.parametrize("n, d, delta, knowledge, expected", [
-    # many users, only a box
-    (1000, 10, 1e-6, dict(bounds=(-100.0, 100.0)), "coinpress"),
-    # many users: the box wins over a declared radius too
-    (1000, 10, 1e-6, dict(bounds=(-100.0, 100.0), radius=4.0), "coinpress"),
+    # many users, only a box (declared or learned): per-column (issue 28)
+    (1000, 10, 1e-6, dict(bounds=(-100.0, 100.0)), "column_scaled"),
+    (1000, 10, 1e-6, dict(bounds="auto"), "column_scaled"),
+    # many users: the box wins over a radius without a location
+    (1000, 10, 1e-6, dict(bounds=(-100.0, 100.0), radius=4.0), "column_scaled"),
+    # a declared ball smaller than the box in every column ...
+    (1000, 10, 1e-6, dict(bounds=(-100.0, 100.0), radius=4.0, center=0.0),
+     "clip_noise"),
+    # ... or larger than its narrowest column (√10·1 < 2·4)
+    (1000, 2, 1e-6, dict(bounds=([0.0, 0.0], [1.0, 100.0]), radius=4.0,
+                         center=0.0), "column_scaled"),
+    (1000, 10, 1e-6, dict(bounds="auto", radius=4.0, center=0.0), "column_scaled"),
     # few users for the dimension
     (100, 100, 1e-6, dict(bounds=(-100.0, 100.0), radius=7.0), "few_users"),
     (100, 100, 1e-6, dict(radius=7.0, center=0.0), "clip_noise"),
-    (100, 100, 1e-6, dict(bounds=(-100.0, 100.0)), "coinpress"),
+    (100, 100, 1e-6, dict(bounds=(-100.0, 100.0)), "column_scaled"),
     (1000, 10, 1e-6, dict(radius=4.0), "few_users"),
     # pure DP
-    (1000, 10, 0.0, dict(bounds=(-5.0, 5.0)), "winsorized"),
-    (1000, 10, 0.0, dict(bounds=(-5.0, 5.0), radius=3.0), "winsorized"),
+    (1000, 10, 0.0, dict(bounds=(-5.0, 5.0)), "column_scaled"),
+    (1000, 10, 0.0, dict(bounds=(-5.0, 5.0), radius=3.0), "column_scaled"),
     (1000, 10, 0.0, dict(bounds=(-5.0, 5.0), radius=3.0, center=0.0), "clip_noise"),
     # many users, a radius but no box and no location
     (1000, 10, 1e-6, dict(radius=4.0, samples_per_user=5), "few_users"),
@@ -76,8 +85,8 @@ def test_rule_threshold_is_where_the_ratio_crosses():
              for n in ns]
     ratios = [coinpress_shrink_ratio(n, d, eps, delta) for n in ns]
     for p, r in zip(picks, ratios):
-        assert (p == "coinpress") == (r <= 0.5)
-    assert "coinpress" in picks and "few_users" in picks
+        assert (p == "column_scaled") == (r <= 0.5)
+    assert "column_scaled" in picks and "few_users" in picks
 
 
 def test_pure_dp_radius_without_location_is_an_error():
@@ -111,9 +120,9 @@ def test_fitted_delegate_and_minimum_users():
     X, groups, _ = make_user_samples(n_users=300, n_features=3, random_state=0)
     est = UserMeanEstimator(bounds=(-100.0, 100.0), random_state=0)
     est.fit(X, groups=groups)
-    assert isinstance(est.estimator_, CoinPressMeanEstimator)
+    assert isinstance(est.estimator_, ColumnScaledMeanEstimator)
     np.testing.assert_array_equal(est.estimator_.mean_, est.mean_)
-    assert est.estimator_.radii_.shape == (8,)
+    assert est.estimator_.noise_ == "laplace"
     assert est.estimator_.privacy_loss_ == est.privacy_loss_
     # the heavy-tail estimator needs 3 users; so does the dispatcher
     X2 = np.array([[0.0], [1.0], [2.0], [3.0]])
@@ -152,6 +161,7 @@ def test_choice_does_not_depend_on_the_data():
 
 
 @pytest.mark.parametrize("method, direct, knowledge", [
+    ("column_scaled", ColumnScaledMeanEstimator, dict(bounds=(-20.0, 20.0))),
     ("coinpress", CoinPressMeanEstimator, dict(bounds=(-20.0, 20.0))),
     ("clip_noise", ClipNoiseMeanEstimator, dict(radius=3.0, center=0.5)),
     ("winsorized", WinsorizedMeanEstimator, dict(bounds=(-20.0, 20.0))),

@@ -253,7 +253,8 @@ def test_n_steps_auto_is_three_only_with_a_learned_box_around_zero():
         np.testing.assert_array_equal(auto.radii_, explicit.radii_)
         assert auto.rho_ == explicit.rho_
         # UserMeanEstimator's CoinPress delegate resolves it the same way
-        um = UserMeanEstimator(bounds=bounds, random_state=0).fit(X, groups=groups)
+        um = UserMeanEstimator(method="coinpress", bounds=bounds,
+                               random_state=0).fit(X, groups=groups)
         assert um.method_ == "coinpress" and um.estimator_.n_steps_ == steps
         np.testing.assert_array_equal(um.mean_, auto.mean_)
     assert cp.auto_steps("auto", [-1.0, -2.0], [1.0, 0.0]) == 3

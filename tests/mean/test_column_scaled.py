@@ -13,6 +13,7 @@ import pytest
 
 from skuserdp.exceptions import AccuracyWarning
 from skuserdp.mean import ClipNoiseMeanEstimator, ColumnScaledMeanEstimator
+from skuserdp.mean._column_scaled import choose_column_noise
 from skuserdp.privacy import PureDP, ZCDP
 from skuserdp.testing import audit_estimator, worst_case_mean_neighbours
 
@@ -38,8 +39,39 @@ def test_spend_is_the_budget():
     pure = ColumnScaledMeanEstimator(delta=0.0, bounds=BOX, random_state=0)
     assert isinstance(pure.fit(X, groups=users).privacy_loss_, PureDP)
     assert 1 - 1e-6 < pure.epsilon_ <= 1.0 and pure.delta_ == 0.0
-    zcdp = ColumnScaledMeanEstimator(bounds=BOX, random_state=0).fit(X, groups=users)
+    # two columns at (1, 1e-6): Laplace has the smaller noise, and spends no δ
+    auto = ColumnScaledMeanEstimator(bounds=BOX, random_state=0).fit(X, groups=users)
+    assert auto.noise_ == "laplace" and isinstance(auto.privacy_loss_, PureDP)
+    assert auto.delta_ == 0.0
+    zcdp = ColumnScaledMeanEstimator(bounds=BOX, noise="gaussian",
+                                     random_state=0).fit(X, groups=users)
     assert isinstance(zcdp.privacy_loss_, ZCDP) and zcdp.epsilon_ <= 1.0
+    assert 1.0 - 1e-6 < zcdp.epsilon_ and zcdp.noise_ == "gaussian"
+    with pytest.raises(ValueError, match="delta > 0"):
+        ColumnScaledMeanEstimator(delta=0.0, bounds=BOX, noise="gaussian").fit(
+            X, groups=users)
+
+
+@pytest.mark.parametrize("eps, delta", [(1.0, 1e-6), (0.3, 1e-8), (4.0, 1e-5)])
+def test_noise_choice_is_the_smaller_planned_variance(eps, delta):
+    # the public plan compares the two releases' per-column noise variance:
+    # Laplace's grows as d², the Gaussian's as d, so there is one crossover
+    picks = []
+    for d in range(1, 40):
+        name, plan = choose_column_noise(1000, d, eps, delta)
+        lap = choose_column_noise(1000, d, eps, delta, noise="laplace")[1]
+        gau = choose_column_noise(1000, d, eps, delta, noise="gaussian")[1]
+        assert plan.noise_variance == min(lap.noise_variance, gau.noise_variance)
+        # Laplace: 2·(width/2 · 2d/(n ε))² per scaled column, up to the lattice
+        assert lap.noise_variance == pytest.approx(2 * (2 * d / (1000 * eps)) ** 2,
+                                                   rel=1e-3)
+        picks.append(name)
+    first = picks.index("gaussian")
+    assert set(picks[first:]) == {"gaussian"} and set(picks[:first]) == {"laplace"}
+    if (eps, delta) == (1.0, 1e-6):
+        # the spec's crossover (real_data_means.md §1.3: d* ≈ 10.3 through the
+        # tight zCDP conversion)
+        assert first + 1 == 11
 
 
 def test_the_narrow_column_survives_the_wide_one():
@@ -66,10 +98,10 @@ def test_bias_vanishes_as_epsilon_grows():
     assert _relative_errors(est, X, users, truth, range(3)).max() < 1e-4
 
 
-@pytest.mark.parametrize("delta", [0.0, 1e-6])
-def test_audit_passes_and_flags_a_box_read_off_the_data(delta, monkeypatch):
+@pytest.mark.parametrize("delta, noise", [(0.0, "laplace"), (1e-6, "gaussian")])
+def test_audit_passes_and_flags_a_box_read_off_the_data(delta, noise, monkeypatch):
     X, g, Xp, gp = worst_case_mean_neighbours(5, 1, radius=1.0, rows_per_user=2)
-    est = ColumnScaledMeanEstimator(delta=delta, bounds=(-1.0, 1.0))
+    est = ColumnScaledMeanEstimator(delta=delta, bounds=(-1.0, 1.0), noise=noise)
     ok = audit_estimator(est, X, Xp, groups=g, groups_prime=gp, n_runs=2000,
                          random_state=0)
     assert not ok.violation, str(ok)
