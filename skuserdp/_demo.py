@@ -4,6 +4,14 @@ The dataset has users with unequal numbers of rows; the reference is the
 non-private user-level mean (mean of the per-user means). Every estimator is
 given the same public knowledge about the data (declared below, never read
 off the data) and a grid of privacy budgets.
+
+Errors are printed relative to a scale -- for a mean, the spread of the users'
+means (the root of the sum of the columns' variances over users); for a
+linear model, the norm of the non-private coefficients -- next to the
+simplest honest peer: per column, each user's mean clipped to the public box
+[-5, 5] and Laplace noise with ε/d (:class:`~skuserdp.mean.ColumnScaledMeanEstimator`
+with ``noise="laplace"``). An estimator whose error does not shrink with ε
+says why in one line.
 """
 
 import time
@@ -30,6 +38,16 @@ _PUBLIC = dict(radius=5.0, center=0.0)
 
 #: public box of the supervised task's rows (see :func:`_supervised_task`)
 _ROW_BOX = (-5.0 / (1.5 * 10 ** 0.5), 5.0 / (1.5 * 10 ** 0.5))
+
+#: the demo's public box of the users' means, per coordinate
+_BOX = (-5.0, 5.0)
+
+#: one line for an estimator whose error does not shrink as ε grows
+DEMO_NOTES = {
+    "FewUsersBallEstimator": (
+        "made for few users: its error is set by the declared radius, not by "
+        "ε, and it spends only the ε its plan can use"),
+}
 
 #: constructor arguments per estimator (an estimator without an entry gets the
 #: demo's public box: :func:`demo_configs`)
@@ -91,7 +109,8 @@ DEMO_CONFIGS = {
         dict(epsilon=eps, delta=1e-6, bounds=(-100.0, 100.0))
         for eps in (0.5, 1.0, 2.0)
     ],
-    # The dispatcher with the same loose box: it picks CoinPress here.
+    # The dispatcher with the same loose box: it picks the per-column
+    # estimator, which first narrows the loose box privately.
     "UserMeanEstimator": [
         dict(epsilon=eps, delta=1e-6, bounds=(-100.0, 100.0))
         for eps in (0.5, 1.0, 2.0)
@@ -126,7 +145,7 @@ def demo_configs(name, cls):
     params = est.get_params()
     if "bounds" not in params:
         raise RuntimeError(f"{name} has no entry in skuserdp._demo.DEMO_CONFIGS.")
-    knowledge = dict(bounds=(-5.0, 5.0))
+    knowledge = dict(bounds=_BOX)
     if is_regressor(est) or is_classifier(est):
         knowledge = dict(bounds=_ROW_BOX, target_bounds=(-1.0, 1.0), classes=[0, 1])
     knowledge = {k: v for k, v in knowledge.items() if k in params}
@@ -176,12 +195,31 @@ def run_demo(random_state=0, data=None):
         Keys ``estimator``, ``epsilon``, ``delta``, ``epsilon_spent``,
         ``delta_spent``, ``l2_error`` (for the linear models: of the
         coefficients, against the non-private solution of the same
-        objective), ``fit_time`` and ``error_bound`` (the
-        estimator's published accuracy radius, or None).
+        objective), ``relative_error`` (``l2_error`` over the scale: the
+        spread of the users' means, or the norm of the reference
+        coefficients), ``peer_relative_error`` (the per-column Laplace peer
+        on the demo's box at the same ε, for the means; None otherwise),
+        ``note`` (why the error does not shrink with ε, or ""), ``fit_time``
+        and ``error_bound`` (the estimator's published accuracy radius, or
+        None).
     """
+    from .mean import ColumnScaledMeanEstimator
+
     X, groups, _ = make_user_samples(**{**DEMO_DATA, **(data or {})},
                                      random_state=random_state)
-    reference = user_means(X, groups).means.mean(axis=0)
+    means = user_means(X, groups).means
+    reference = means.mean(axis=0)
+    spread = float(np.sqrt(means.var(axis=0).sum()))
+    peer = {}  # ε -> the per-column peer's relative error
+
+    def peer_error(eps):
+        if eps not in peer:
+            fit = ColumnScaledMeanEstimator(
+                epsilon=eps, delta=0.0, bounds=_BOX, noise="laplace",
+                random_state=random_state).fit(X, groups=groups)
+            peer[eps] = float(np.linalg.norm(fit.mean_ - reference)) / spread
+        return peer[eps]
+
     # The categorical version: the class of the first feature's value.
     cats = np.digitize(X[:, 0], [-1.0, 0.0, 1.0]).reshape(-1, 1)
     onehot = (cats == np.arange(4)).astype(np.float64)
@@ -206,10 +244,14 @@ def run_demo(random_state=0, data=None):
             elapsed = time.perf_counter() - start
             if supervised:
                 estimate, target = np.ravel(est.coef_), coef_reference
+                scale = float(np.linalg.norm(coef_reference))
             elif categorical:
                 estimate, target = est.probabilities_, cat_reference
+                scale = float(np.linalg.norm(cat_reference))
             else:
                 estimate, target = est.mean_, reference
+                scale = spread
+            error = float(np.linalg.norm(estimate - target))
             rows.append(dict(
                 estimator=name,
                 error_bound=getattr(est, "error_bound_", None),
@@ -217,7 +259,11 @@ def run_demo(random_state=0, data=None):
                 delta=params["delta"],
                 epsilon_spent=est.epsilon_,
                 delta_spent=est.delta_,
-                l2_error=float(np.linalg.norm(estimate - target)),
+                l2_error=error,
+                relative_error=error / scale,
+                peer_relative_error=(None if supervised or categorical
+                                     else peer_error(params["epsilon"])),
+                note=DEMO_NOTES.get(name, ""),
                 fit_time=elapsed,
             ))
     return rows
@@ -228,17 +274,28 @@ def _bound(value):
 
 
 def format_table(rows):
-    """Render demo rows as a fixed-width text table."""
-    header = (f"{'estimator':<26} {'epsilon':>7} {'delta':>8} {'eps spent':>10} "
-              f"{'delta spent':>11} {'L2 error':>9} {'bound':>7} {'fit time':>9}")
+    """Render demo rows as a fixed-width text table (notes below it)."""
+    header = (f"{'estimator':<29} {'epsilon':>7} {'delta':>8} {'eps spent':>9} "
+              f"{'delta spent':>11} {'L2 error':>9} {'rel.err':>8} {'peer':>7} "
+              f"{'bound':>7} {'fit time':>9}")
     lines = [header, "-" * len(header)]
+    notes = {}
     for r in rows:
+        mark = ""
+        if r.get("note"):
+            mark = notes.setdefault(r["estimator"], (len(notes) + 1, r["note"]))[0]
+            mark = f" [{mark}]"
+        peer = r.get("peer_relative_error")
         lines.append(
-            f"{r['estimator']:<26} {r['epsilon']:>7g} {r['delta']:>8g} "
-            f"{r['epsilon_spent']:>10.4f} {r['delta_spent']:>11.1e} "
-            f"{r['l2_error']:>9.4f} {_bound(r['error_bound']):>7} "
-            f"{1000 * r['fit_time']:>7.1f}ms"
+            f"{r['estimator']:<29} {r['epsilon']:>7g} {r['delta']:>8g} "
+            f"{r['epsilon_spent']:>9.4f} {r['delta_spent']:>11.1e} "
+            f"{r['l2_error']:>9.4f} {r['relative_error']:>8.4f} "
+            f"{'-' if peer is None else format(peer, '.4f'):>7} "
+            f"{_bound(r['error_bound']):>7} "
+            f"{1000 * r['fit_time']:>7.1f}ms{mark}"
         )
+    for name, (k, note) in notes.items():
+        lines.append(f"[{k}] {name}: {note}.")
     return "\n".join(lines)
 
 
@@ -248,6 +305,11 @@ def main(random_state=0):
     print(f"skuserdp demo: {d['n_users']} users, {d['n_features']} features, "
           f"{d['samples_per_user'][0]}-{d['samples_per_user'][1]} rows per user.")
     print("L2 error is against the non-private mean of the per-user means; for "
-          "the linear models, of the coefficients against the non-private fit.\n")
+          "the linear models, of the coefficients against the non-private fit.")
+    print("rel.err divides it by a scale: the spread of the users' means (the "
+          "root of the sum of the columns' variances), or the norm of the "
+          "coefficients. peer: the simplest honest estimator's rel.err at the "
+          "same epsilon (per column: user means clipped to the box [-5, 5], "
+          "Laplace noise with epsilon/d).\n")
     print(format_table(run_demo(random_state)))
     return 0

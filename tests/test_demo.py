@@ -46,8 +46,15 @@ def test_demo_rows_are_sensible():
         # 1.0, or the estimator's own published accuracy radius if larger
         # (the few-users estimator's error is O(radius * sqrt(d))).
         assert row["l2_error"] < max(1.0, row["error_bound"] or 0.0)
+        assert row["relative_error"] > 0
+        mean = row["estimator"].endswith("Estimator") and row["estimator"] != (
+            "DiscreteDistributionEstimator")
+        assert (row["peer_relative_error"] is not None) == mean, row
     table = format_table(rows)
     assert "ClipNoiseMeanEstimator" in table and "L2 error" in table
+    # the peer column, and the one-line reason of the estimator that does not
+    # improve with epsilon, printed once under the table
+    assert "peer" in table and table.count("[1] FewUsersBallEstimator: made for") == 1
 
 
 def test_command_line():
