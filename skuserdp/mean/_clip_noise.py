@@ -162,7 +162,8 @@ class ClipNoisePlan:
         return _mean_noise_variance(self.noise, self.grid, self.n_users)
 
 
-def plan_clip_noise(n_users, n_features, *, budget, radius, calibration="tight"):
+def plan_clip_noise(n_users, n_features, *, budget, radius, calibration="tight",
+                    resolution=None):
     """Plan one clip-and-noise release of a mean of per-user vectors.
 
     Parameters
@@ -177,6 +178,8 @@ def plan_clip_noise(n_users, n_features, *, budget, radius, calibration="tight")
         Public ℓ2 radius of the contributions around the centre, ``> 0``.
     calibration : {"tight", "paper"}, default="tight"
         Gaussian calibration for an (ε, δ) budget.
+    resolution : float, default=None
+        Lattice points per radius (:func:`skuserdp.mechanisms.choose_grid`).
 
     Returns
     -------
@@ -202,7 +205,7 @@ def plan_clip_noise(n_users, n_features, *, budget, radius, calibration="tight")
                 "exceeds the float64 range (about 1.8e308). Use a smaller radius.")
     else:
         norm, ball = "l2", radius
-    grid = choose_grid(ball, n_features, n_users, norm)
+    grid = choose_grid(ball, n_features, n_users, norm, resolution=resolution)
     sensitivity = lattice_sensitivity(ball, grid, n_features, norm)
     noise = calibrate_noise(budget, sensitivity, calibration=calibration)
     return ClipNoisePlan(n_users, n_features, radius, norm, ball, grid, noise,

@@ -39,7 +39,7 @@ _EXACT = 2.0 ** 52
 _RESOLUTION = 2.0 ** 10
 
 
-def choose_grid(radius, dim, n_users, norm="l2"):
+def choose_grid(radius, dim, n_users, norm="l2", *, resolution=None):
     """Power-of-two grid step for contributions of norm ``<= radius``.
 
     The step is as coarse as possible while rounding widens the radius by at
@@ -57,6 +57,13 @@ def choose_grid(radius, dim, n_users, norm="l2"):
         Number of users (public under replace-one), ``>= 1``.
     norm : {"l1", "l2", "linf"}, default="l2"
         Norm of the bound.
+    resolution : float, default=None
+        Lattice points per radius (times the rounding term), ``2^10`` when
+        None: the rounding of one contribution moves it by at most about
+        ``radius / resolution`` per coordinate. A release whose estimand may
+        sit close to a box edge (a per-column mean in the box's units) asks
+        for a finer lattice, so that deterministic rounding cannot bias it
+        (e.g. ``2^24``); the overflow limit still applies.
 
     Returns
     -------
@@ -77,7 +84,7 @@ def choose_grid(radius, dim, n_users, norm="l2"):
     if n_users < 1:
         raise ValueError(f"n_users must be >= 1, got {n_users}.")
     term = _rounding_term(dim, norm)
-    u_min = _RESOLUTION * term
+    u_min = (_RESOLUTION if resolution is None else float(resolution)) * term
     u_max = _EXACT / n_users - term
     if u_max < 1:
         raise ValueError(

@@ -331,7 +331,9 @@ def test_a_declared_box_that_misses_the_data_warns_instead_of_a_silent_corner():
     X, g = _clinical(0, n=500)
     with pytest.warns(AccuracyWarning, match="on or outside the public box"):
         est = UserMeanEstimator(bounds=(-10.0, 10.0), random_state=0).fit(X, groups=g)
-    np.testing.assert_allclose(est.mean_, 10.0)
+    # every user clipped to the corner 10; the per-column release adds its
+    # Laplace noise (sd √2·20·3/500 ≈ 0.17 per column): within 3 sd of 10
+    np.testing.assert_allclose(est.mean_, 10.0, atol=0.51)
 
 
 def test_too_few_users_for_auto_bounds_warn_then_refuse():
