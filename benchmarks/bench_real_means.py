@@ -448,6 +448,59 @@ def markdown(rows, infos, bias_by):
     return "\n".join(out)
 
 
+def _short(method):
+    return (method.replace("UserMean(bounds=codebook)", "UserMean box")
+            .replace("UserMean(no bounds)", "UserMean auto")
+            .replace("peer_", ""))
+
+
+def headline(rows, eps=1.0):
+    """Panel x method at ``eps``: 'median col / worst col (worst col ratio
+    to the peer)'; then the columns flagged biased at BIAS_EPS."""
+    methods = list(dict.fromkeys(r["method"] for r in rows))
+    panels = list(dict.fromkeys(r["panel"] for r in rows))
+    at = {(r["panel"], r["method"]): r for r in rows if r["epsilon"] == eps}
+    out = [f"\n### Headline at ε = {eps:g}: median column / worst column "
+           "relative error (worst column ÷ peer_laplace's)\n",
+           "| panel (n, d) | " + " | ".join(_short(m) for m in methods) + " |",
+           "|---" * (len(methods) + 1) + "|"]
+    for p in panels:
+        cells = []
+        for m in methods:
+            r = at.get((p, m))
+            if r is None:
+                cells.append("–")
+            elif "median_col_err" not in r:
+                cells.append("skipped" if r["skipped"] else
+                             f"refused {r['refusal_rate']:.0%}"
+                             if r["refusal_rate"] else "failed")
+            else:
+                ratio = r.get("ratio_worst_to_peer")
+                extra = f" ({ratio:.2g}×)" if ratio is not None else ""
+                if r["refusal_rate"]:
+                    extra += f", refused {r['refusal_rate']:.0%}"
+                cells.append(f"{r['median_col_err']:.2g} / "
+                             f"{r['worst_col_err']:.2g}{extra}")
+        first = next(r for r in rows if r["panel"] == p)
+        out.append(f"| {p} ({first['n_users']}, {first['d']}) | "
+                   + " | ".join(cells) + " |")
+    big = {(r["panel"], r["method"]): r for r in rows
+           if r["epsilon"] == BIAS_EPS}
+    if big:
+        out += [f"\nColumns flagged biased at ε = {BIAS_EPS:g} (|bias| > 1 % "
+                "and outside the 95 % CI) / d\n",
+                "| panel | " + " | ".join(_short(m) for m in methods) + " |",
+                "|---" * (len(methods) + 1) + "|"]
+        for p in panels:
+            cells = []
+            for m in methods:
+                r = big.get((p, m))
+                cells.append("–" if r is None or "n_bias_flags" not in r
+                             else f"{r['n_bias_flags']}/{r['d']}")
+            out.append(f"| {p} | " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true",
@@ -508,7 +561,8 @@ def main(argv=None):
                for r in rows if r["epsilon"] == BIAS_EPS and "n_bias_flags" in r}
     text = (f"Relative error |μ̂ − μ|/|μ| per column, median over {args.runs} "
             "runs; median and worst column; ratio to peer_laplace."
-            + markdown(rows, infos, bias_by))
+            + headline(rows, 1.0 if 1.0 in args.epsilons else args.epsilons[0])
+            + "\n\n## All rows\n" + markdown(rows, infos, bias_by))
     total = time.perf_counter() - t_start
     print(text)
     print(f"\ntotal {total:.1f} s")
