@@ -30,8 +30,9 @@ Protocol (``/work/shared/specs/real_data_means.md`` section 5):
   ``zcdp_rho_for(eps, delta)`` (joint zCDP over the d columns);
   ``peer_opendp``: per column clamp + sized mean + Laplace built and
   calibrated by OpenDP at eps/d per column (OpenDP draws its own noise, not
-  seeded); then skuserdp's ``UserMeanEstimator`` with the codebook box and
-  with no bounds (``bounds="auto"``), ``ColumnScaledMeanEstimator``,
+  seeded, so its bootstrap CI below is unpaired in effect); then
+  skuserdp's ``UserMeanEstimator`` with the codebook box and with no
+  bounds (``bounds="auto"``), ``ColumnScaledMeanEstimator``,
   ``ClipNoiseMeanEstimator``, ``CoinPressMeanEstimator`` and
   ``WinsorizedMeanEstimator`` with the codebook box. A ``ValueError`` from
   ``fit`` is a *refusal*, any other exception a *failure* (message kept);
@@ -42,9 +43,10 @@ Protocol (``/work/shared/specs/real_data_means.md`` section 5):
   answered; headline per panel x method x eps: the median column and the
   worst column of those medians, the worst column's 90th percentile, the
   ratios to ``peer_laplace``, refusal and failure rates, warnings, fit
-  time. Bias at eps = 1000 per column: mean signed relative error with a
-  95 % CI, flagged if ``|bias| > 1 %`` and the CI excludes 0. All methods
-  see the same seeds.
+  time, and a paired bootstrap 95 % CI (over the runs, same seeds) of
+  the median- and worst-column ratios to the peer. Bias at eps = 1000 per
+  column: mean signed relative error with a 95 % CI, flagged if
+  ``|bias| > 1 %`` and the CI excludes 0. All methods see the same seeds.
 * **Synthetic families** (``FAMILIES``): 1,000 users with 1 or 2 rows
   (60/40), data drawn once per family with a fixed seed; declared ranges
   from the generator (for heavy tails, the generator's quantile
@@ -389,18 +391,51 @@ def run_panel(name, part, X, groups, cb, methods, epsilons, seeds):
                             "users_outside_box": int(outside[j]),
                             "users_imputed_midpoint": int(imputed[j])}
                         for j, c in enumerate(cols)}}
-    rows = []
+    rows, errs = [], {}
     for eps in epsilons:
         for method in methods:
             out = run_method(METHODS[method], U, cb, eps, seeds)
             rows.append(summarise(name, part, cb, U, mu, *out, method, eps))
+            errs[method, eps] = _abs_rel_err(cb, mu, out[0])
     peer = {r["epsilon"]: r for r in rows if r["method"] == PEER}
     for r in rows:
         p = peer.get(r["epsilon"])
         if p and "median_col_err" in r and "median_col_err" in p:
             r["ratio_median_to_peer"] = r["median_col_err"] / p["median_col_err"]
             r["ratio_worst_to_peer"] = r["worst_col_err"] / p["worst_col_err"]
+            if r["method"] != PEER:
+                r.update(paired_bootstrap(errs[r["method"], r["epsilon"]],
+                                          errs[PEER, r["epsilon"]]))
     return info, rows
+
+
+def _abs_rel_err(cb, mu, est):
+    lo, hi = _box(cb)
+    width = hi - lo
+    return np.abs(est - mu) / np.where(np.abs(mu) < 1e-3 * width, width,
+                                       np.abs(mu))
+
+
+def paired_bootstrap(err, peer_err, n_boot=1000, seed=0):
+    """Paired bootstrap over the runs both answered (same seeds): 95 % CI of
+    the median-column and worst-column error ratios to the peer (spec 5.6:
+    a difference is real when the CI excludes 1)."""
+    both = np.flatnonzero(~np.isnan(err).any(axis=1)
+                          & ~np.isnan(peer_err).any(axis=1))
+    if both.size < 2:
+        return {}
+    rng = np.random.default_rng(seed)
+    idx = rng.choice(both, size=(n_boot, both.size))
+    m, p = np.median(err[idx], axis=1), np.median(peer_err[idx], axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        worst = m.max(axis=1) / p.max(axis=1)
+        med = np.median(m, axis=1) / np.median(p, axis=1)
+    out = {}
+    for key, v in (("worst", worst), ("median", med)):
+        lo_, hi_ = np.nanquantile(v, [0.025, 0.975])
+        out[f"ratio_{key}_ci95_lo"] = float(lo_)
+        out[f"ratio_{key}_ci95_hi"] = float(hi_)
+    return out
 
 
 # --------------------------------------------------------------------------
@@ -418,31 +453,38 @@ def markdown(rows, infos, bias_by):
     for eps in sorted({r["epsilon"] for r in rows}):
         out.append(f"\n### ε = {eps:g} (δ = {DELTA:g})\n")
         out.append("| panel | n | d | method | median col | worst col (name) "
-                   "| ratio med / worst to peer | refused | warned runs "
+                   "| ratio med / worst to peer | worst ratio 95 % CI "
+                   "| refused | warned runs "
                    f"| bias flags at ε = {BIAS_EPS:g} | fit s |")
-        out.append("|---|---|---|---|---|---|---|---|---|---|---|")
+        out.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
         for r in rows:
             if r["epsilon"] != eps:
                 continue
             if "median_col_err" not in r:
                 what = "skipped" if r["skipped"] else "no answer"
                 out.append(f"| {r['panel']} | {r['n_users']} | {r['d']} | "
-                           f"{r['method']} | {what} | – | – | "
+                           f"{r['method']} | {what} | – | – | – | "
                            f"{r['refusal_rate']:.0%} | {r['warned_runs']} | – | "
                            f"{r['median_fit_s']:.3g} |")
                 continue
             ratio = (f"{_fmt(r.get('ratio_median_to_peer'))} / "
                      f"{_fmt(r.get('ratio_worst_to_peer'))}")
             b = bias_by.get((r["panel"], r["method"]))
+            ci = ("–" if "ratio_worst_ci95_lo" not in r else
+                  f"[{r['ratio_worst_ci95_lo']:.3g}, "
+                  f"{r['ratio_worst_ci95_hi']:.3g}]")
             out.append(
                 f"| {r['panel']} | {r['n_users']} | {r['d']} | {r['method']} | "
                 f"{_fmt(r['median_col_err'])} | {_fmt(r['worst_col_err'])} "
-                f"({r['worst_col']}) | {ratio} | {r['refusal_rate']:.0%} | "
+                f"({r['worst_col']}) | {ratio} | {ci} | {r['refusal_rate']:.0%} | "
                 f"{r['warned_runs']} | {b if b is not None else '–'} | "
                 f"{r['median_fit_s']:.3g} |")
     cut = [f"{i['panel']}: {c} ({v['users_outside_box']} of {i['n_users']} users)"
-           for i in infos for c, v in i["columns"].items()
+           for i in infos for c, v in i.get("columns", {}).items()
            if v["users_outside_box"]]
+    skipped = [f"{i['panel']} ({i['skipped']})" for i in infos if "skipped" in i]
+    if skipped:
+        out.append("\nPanels skipped: " + "; ".join(skipped))
     out.append("\nDeclared ranges that cut user means (kept as pre-registered): "
                + ("; ".join(cut) if cut else "none"))
     return "\n".join(out)
@@ -546,7 +588,13 @@ def main(argv=None):
         t0 = time.perf_counter()
         if part == "panels":
             cb = load_codebook(name)
-            X, groups = panel_rows(cb)
+            try:
+                X, groups = panel_rows(cb)
+            except (ImportError, ValueError, KeyError) as exc:
+                reason = f"{type(exc).__name__}: {exc}"
+                print(f"{name}: skipped ({reason})", flush=True)
+                infos.append({"panel": name, "part": part, "skipped": reason})
+                continue
         else:
             X, groups, cb = synthetic_panel(name)
             name = cb["panel"]
