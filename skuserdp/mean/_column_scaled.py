@@ -17,11 +17,25 @@ differ in all rows of one user, with the number of users public.
 """
 
 import math
+from dataclasses import dataclass
 
+import numpy as np
 from sklearn.utils._param_validation import StrOptions
 
 from ..base import BOUNDS_CONSTRAINTS
-from ..privacy import ApproxDP, PureDP
+from ..exceptions import AccuracyWarning
+from ..mechanisms import add_noise, calibrate_noise
+from ..privacy import (
+    ApproxDP,
+    PureDP,
+    compose,
+    replace_one_count_sensitivity,
+    split_off,
+    split_zcdp,
+)
+from ..utils._random import make_seed_sequence
+from ..utils._validation import feature_labels
+from ..utils._warnings import warn_at_caller
 from ._base import UserLevelMeanEstimator
 from ._clip_noise import clip_noise_from_plan, plan_clip_noise
 
@@ -52,6 +66,14 @@ class ColumnScaledMeanEstimator(UserLevelMeanEstimator):
         learns it privately from a ``bounds_share`` of the budget.
     bounds_share : float, default=None
         Share of the budget for ``bounds="auto"``.
+    check_clipping : bool, default=True
+        With a declared box and enough users for the count to be informative
+        (its noise at most ``CLIP_CHECK_MAX_SD`` of the users), spend
+        ``CLIP_CHECK_SHARE`` of the budget on a private count, per column, of
+        the users whose mean lies outside the box, and warn
+        (:class:`~skuserdp.exceptions.AccuracyWarning`, naming the columns)
+        where their clipping may bias the estimate by more than its noise.
+        Never run on a learned box (its edges are placed by the data).
     noise : {"auto", "laplace", "gaussian"}, default="auto"
         The noise: discrete Laplace with ε/d per column (pure ε-DP), or one
         discrete Gaussian release of all columns (``delta > 0`` only);
@@ -72,6 +94,16 @@ class ColumnScaledMeanEstimator(UserLevelMeanEstimator):
         The box used (declared, or released).
     noise_ : {"laplace", "gaussian"}
         The noise used.
+    noise_std_ : ndarray of shape (n_features,)
+        Standard deviation of the release's noise in each feature, in the
+        units of ``X``, from the public plan. It covers the privacy noise
+        only: not the clipping bias (see ``clipped_users_``) nor the sampling
+        of the users.
+    clipped_users_ : ndarray of shape (n_features,)
+        Released (noisy) count of users whose mean lies outside the declared
+        box, per feature; only when the check ran.
+    clipped_users_std_ : float
+        Standard deviation of the noise of each of those counts.
     n_users_ : int
         Number of users.
     privacy_loss_ : PureDP, ApproxDP or ZCDP
@@ -95,14 +127,17 @@ class ColumnScaledMeanEstimator(UserLevelMeanEstimator):
         **UserLevelMeanEstimator._parameter_constraints,
         **BOUNDS_CONSTRAINTS,
         "noise": [StrOptions({"auto", "laplace", "gaussian"})],
+        "check_clipping": ["boolean"],
     }
 
     def __init__(self, epsilon=1.0, delta=1e-6, *, bounds="auto", bounds_share=None,
-                 noise="auto", calibration="tight", random_state=None, n_jobs=None):
+                 check_clipping=True, noise="auto", calibration="tight",
+                 random_state=None, n_jobs=None):
         self.epsilon = epsilon
         self.delta = delta
         self.bounds = bounds
         self.bounds_share = bounds_share
+        self.check_clipping = check_clipping
         self.noise = noise
         self.calibration = calibration
         self.random_state = random_state
@@ -112,12 +147,45 @@ class ColumnScaledMeanEstimator(UserLevelMeanEstimator):
         n, d = U.shape
         mid, half = budget.midpoint, budget.half_width
         scaled = (U - mid) / half  # the box is [-1, 1] in every column
-        self.noise_, plan = choose_column_noise(
+        declared = budget.bounds_loss is None
+        plan = plan_column_scaled(
             n, d, budget.epsilon, budget.delta, noise=self.noise,
-            calibration=self.calibration)
-        z = clip_noise_from_plan(scaled.clip(-1.0, 1.0), plan,
-                                 random_state=budget.random_state)
+            calibration=self.calibration,
+            check_clipping=declared and self.check_clipping)
+        self.noise_ = plan.noise
+        seed = budget.random_state
+        if plan.check is not None:
+            seed, seed_check = make_seed_sequence(seed).spawn(2)
+            outside = np.count_nonzero(np.abs(scaled) > 1.0, axis=0)
+            noisy = add_noise(outside.astype(np.int64), plan.check, seed_check)
+            self._warn_clipped(noisy, plan, n)
+        else:
+            self.__dict__.pop("clipped_users_", None)
+            self.__dict__.pop("clipped_users_std_", None)
+        z = clip_noise_from_plan(scaled.clip(-1.0, 1.0), plan.release,
+                                 random_state=seed)
+        self._noise_error = math.sqrt(d * plan.release.noise_variance)
         return mid + half * z, plan.loss
+
+    def _warn_clipped(self, noisy, plan, n):
+        """Record the released counts of users outside the declared box, and
+        warn where at least ``plan.clip_warn_users`` are clipped (lower 95 %
+        bound): if those users lie a box's width outside on average, the
+        clipping bias of the column exceeds its noise."""
+        self.clipped_users_ = noisy.astype(np.float64)
+        self.clipped_users_std_ = float(plan.check.std)
+        low = self.clipped_users_ - 2.0 * self.clipped_users_std_
+        cut = np.flatnonzero(low > plan.clip_warn_users)
+        if cut.size:
+            names = getattr(self, "feature_names_in_", None)
+            shares = ", ".join(f"{100 * max(c, 0.0) / n:.0f} %"
+                               for c in self.clipped_users_[cut])
+            warn_at_caller(
+                f"{type(self).__name__}: the declared bounds cut the users' means "
+                f"of feature(s) {feature_labels(cut, names)}: about {shares} of "
+                "the users lie outside (a private count, clipped_users_), enough "
+                "for the clipping bias to exceed the noise there. Widen those "
+                "bounds (in the units of X) or use bounds='auto'.", AccuracyWarning)
 
 
 #: lattice points per radius of the per-column release: the deterministic
@@ -126,6 +194,100 @@ class ColumnScaledMeanEstimator(UserLevelMeanEstimator):
 #: is not biased by the rounding (the default 2^10 gave -1.9 % at ε = 1000 on
 #: such a column of bench_real_means.py)
 RESOLUTION = 2.0 ** 24
+
+
+#: share of the budget of the clipped-users check (when it runs)
+CLIP_CHECK_SHARE = 0.05
+
+#: the check runs when its noise (standard deviation, in users) is at most
+#: this fraction of the users: it can then see a tenth of them clipped
+CLIP_CHECK_MAX_SD = 0.05
+
+
+@dataclass(frozen=True)
+class ColumnScaledPlan:
+    """Every public quantity of one per-column release.
+
+    Attributes
+    ----------
+    noise : {"laplace", "gaussian"}
+        The noise of the release.
+    release : ClipNoisePlan
+        The mean's release in the box scaled to ``[-1, 1]``.
+    check : DiscreteLaplaceNoise, DiscreteGaussianNoise or None
+        The noise of the clipped-users counts (None: no check).
+    clip_warn_users : float
+        The warning threshold on the count's lower 95 % bound: ``max(1, n·s/2)``
+        with ``s`` the scaled noise standard deviation (half the width is 1).
+    loss : PureDP or ZCDP
+        The privacy loss of the whole release.
+    """
+
+    noise: str
+    release: object
+    check: object
+    clip_warn_users: float
+    loss: object
+
+
+def plan_column_scaled(n_users, n_features, epsilon, delta, *, noise="auto",
+                       calibration="tight", check_clipping=True):
+    """Plan the per-column release (and its clipped-users check) from public values.
+
+    The noise is chosen on the whole budget (:func:`choose_column_noise`).
+    The check, when asked for and informative (its count noise at most
+    ``CLIP_CHECK_MAX_SD·n_users``), takes ``CLIP_CHECK_SHARE`` of it: of ε
+    with Laplace (discrete Laplace on the counts, ℓ1 sensitivity d), of ρ
+    with the Gaussian (discrete Gaussian, ℓ2 sensitivity √d:
+    :func:`skuserdp.privacy.replace_one_count_sensitivity`); the release
+    gets the rest. Replace-one user level, number of users public.
+
+    Parameters
+    ----------
+    n_users, n_features : int
+        Public shape.
+    epsilon, delta : float
+        The budget of the whole release.
+    noise : {"auto", "laplace", "gaussian"}, default="auto"
+    calibration : {"tight", "paper"}, default="tight"
+    check_clipping : bool, default=True
+
+    Returns
+    -------
+    plan : ColumnScaledPlan
+
+    Examples
+    --------
+    >>> from skuserdp.mean._column_scaled import plan_column_scaled
+    >>> plan = plan_column_scaled(5000, 4, 1.0, 1e-6)
+    >>> plan.noise, plan.check is not None, round(plan.loss.epsilon, 9)
+    ('laplace', True, 1.0)
+    >>> plan_column_scaled(100, 4, 1.0, 1e-6).check is None  # too few users
+    True
+    """
+    name, full = choose_column_noise(n_users, n_features, epsilon, delta,
+                                     noise=noise, calibration=calibration)
+    check, release = None, full
+    if check_clipping:
+        if name == "laplace":
+            eps_check, rest = split_off(PureDP(epsilon), CLIP_CHECK_SHARE)
+            check_budget = PureDP(eps_check)
+            sens = replace_one_count_sensitivity(n_features, "l1")
+        else:
+            check_budget, rest_eps = split_zcdp(epsilon, delta, CLIP_CHECK_SHARE)
+            rest = ApproxDP(rest_eps, delta)
+            sens = replace_one_count_sensitivity(n_features, "l2")
+        candidate = calibrate_noise(check_budget, sens)
+        if candidate.std <= CLIP_CHECK_MAX_SD * n_users:
+            check = candidate
+            release = plan_clip_noise(
+                n_users, n_features, budget=rest, radius=math.sqrt(n_features),
+                calibration=calibration, resolution=RESOLUTION)
+    loss = release.loss
+    if check is not None:
+        loss = compose(check.privacy(sens), release.loss)
+    warn_users = max(1.0, n_users * math.sqrt(release.noise_variance) / 2.0)
+    return ColumnScaledPlan(name, release, check, warn_users, loss)
 
 
 def choose_column_noise(n_users, n_features, epsilon, delta, *, noise="auto",
@@ -143,6 +305,14 @@ def choose_column_noise(n_users, n_features, epsilon, delta, *, noise="auto",
         Public shape.
     epsilon, delta : float
         The budget of the release.
+    check_clipping : bool, default=True
+        With a declared box and enough users for the count to be informative
+        (its noise at most ``CLIP_CHECK_MAX_SD`` of the users), spend
+        ``CLIP_CHECK_SHARE`` of the budget on a private count, per column, of
+        the users whose mean lies outside the box, and warn
+        (:class:`~skuserdp.exceptions.AccuracyWarning`, naming the columns)
+        where their clipping may bias the estimate by more than its noise.
+        Never run on a learned box (its edges are placed by the data).
     noise : {"auto", "laplace", "gaussian"}, default="auto"
         ``"gaussian"`` needs ``delta > 0``.
     calibration : {"tight", "paper"}, default="tight"

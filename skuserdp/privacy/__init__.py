@@ -71,6 +71,7 @@ from ._sensitivity import (
     lattice_widened_sensitivity,
     linf_ball_l2_radius,
     replace_one_mean_sensitivity,
+    replace_one_count_sensitivity,
     replace_one_sum_sensitivity,
 )
 from ._spectral import psd_min_eigenvalue_sensitivity, second_moment_bounds
@@ -112,6 +113,7 @@ __all__ = [
     "gaussian_sigma",
     "NORMS",
     "replace_one_sum_sensitivity",
+    "replace_one_count_sensitivity",
     "replace_one_mean_sensitivity",
     "lattice_contribution_radius",
     "lattice_widened_sensitivity",

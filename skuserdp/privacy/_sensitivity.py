@@ -26,6 +26,7 @@ __all__ = [
     "lattice_contribution_radius",
     "lattice_widened_sensitivity",
     "linf_ball_l2_radius",
+    "replace_one_count_sensitivity",
 ]
 
 NORMS = ("l1", "l2", "linf")
@@ -174,3 +175,33 @@ def linf_ball_l2_radius(radius, dim):
     6.0
     """
     return _nonneg("radius", radius) * _rounding_term(dim, "l2")
+
+
+def replace_one_count_sensitivity(n_counts, norm):
+    """Sensitivity of ``k`` counts of users, each user counted at most once in each.
+
+    E.g. per column, the number of users whose mean lies outside the column's
+    box. Replacing one user (user level, number of users public) changes
+    each count by at most 1, all of them at once: ``k`` in ℓ1, ``√k`` in ℓ2
+    and ``1`` in ℓ∞ (the same under add/remove).
+
+    Parameters
+    ----------
+    n_counts : int
+        Number of counts released together, ``>= 1``.
+    norm : {"l1", "l2", "linf"}
+        The norm of the sensitivity.
+
+    Returns
+    -------
+    sensitivity : float
+
+    Examples
+    --------
+    >>> from skuserdp.privacy import replace_one_count_sensitivity
+    >>> replace_one_count_sensitivity(9, "l1"), replace_one_count_sensitivity(9, "l2")
+    (9.0, 3.0)
+    """
+    _check_norm(norm)
+    k = _check_count("n_counts", n_counts)
+    return {"l1": float(k), "l2": math.sqrt(k), "linf": 1.0}[norm]

@@ -14,7 +14,7 @@ import pytest
 from skuserdp.exceptions import AccuracyWarning
 from skuserdp.mean import ClipNoiseMeanEstimator, ColumnScaledMeanEstimator
 from skuserdp.mean._column_scaled import choose_column_noise
-from skuserdp.privacy import PureDP, ZCDP
+from skuserdp.privacy import PureDP, ZCDP, zcdp_to_approx_dp
 from skuserdp.testing import audit_estimator, worst_case_mean_neighbours
 
 #: two columns in different units: a share in [0, 1] and a count in [0, 20000]
@@ -115,4 +115,117 @@ def test_audit_passes_and_flags_a_box_read_off_the_data(delta, noise, monkeypatc
     monkeypatch.setattr(ColumnScaledMeanEstimator, "_fit_user_means", greedy)
     bad = audit_estimator(est, X, Xp, groups=g, groups_prime=gp, n_runs=2000,
                           epsilon_claimed=1.0, random_state=0)
+    assert bad.violation, str(bad)
+
+
+# ------------------------------------------------ the clipped-users check
+
+def _cut_panel(n_users=6000, seed=0):
+    # column 0 in its box; column 1: 30 % of the users' means above 10
+    rng = np.random.default_rng(seed)
+    users = np.repeat(np.arange(n_users), 2)
+    X = np.column_stack([rng.uniform(0, 1, users.size),
+                         np.where(np.repeat(rng.random(n_users) < 0.3, 2), 14.0,
+                                  rng.uniform(0, 10, users.size))])
+    return X, users
+
+
+def test_clip_check_plan_is_exact_and_gated():
+    from skuserdp.mean._column_scaled import (
+        CLIP_CHECK_MAX_SD, CLIP_CHECK_SHARE, plan_column_scaled)
+    from skuserdp.privacy import zcdp_rho_for
+    for n, d, delta in [(6000, 2, 1e-6), (20000, 30, 1e-6), (6000, 3, 0.0)]:
+        plan = plan_column_scaled(n, d, 1.0, delta)
+        assert plan.check is not None
+        if plan.noise == "laplace":
+            # discrete Laplace on counts of l1 sensitivity d at 5 % of epsilon,
+            # the release at the rest: exactly epsilon in all
+            assert plan.check.privacy(d).epsilon == pytest.approx(
+                CLIP_CHECK_SHARE, rel=1e-5)
+            assert plan.check.privacy(d).epsilon <= CLIP_CHECK_SHARE
+            assert plan.loss.epsilon <= 1.0 and plan.loss.epsilon > 1 - 1e-5
+            assert isinstance(plan.loss, PureDP)
+        else:
+            # discrete Gaussian on counts of l2 sensitivity sqrt(d) at 5 % of rho
+            rho = zcdp_rho_for(1.0, delta)
+            assert plan.check.privacy(np.sqrt(d)).rho <= CLIP_CHECK_SHARE * rho
+            assert plan.check.privacy(np.sqrt(d)).rho == pytest.approx(
+                CLIP_CHECK_SHARE * rho, rel=1e-5)
+            assert isinstance(plan.loss, ZCDP) and plan.loss.rho <= rho
+        assert plan.check.std <= CLIP_CHECK_MAX_SD * n
+    # too few users for an informative count: no check, the whole budget
+    # goes to the release
+    few = plan_column_scaled(500, 6, 1.0, 1e-6)
+    assert few.check is None and few.loss == few.release.loss
+    assert plan_column_scaled(6000, 2, 1.0, 1e-6, check_clipping=False).check is None
+
+
+def test_clip_check_names_the_cut_column_and_only_it():
+    X, users = _cut_panel()
+    est = ColumnScaledMeanEstimator(bounds=([0, 0], [1, 10]), random_state=0)
+    with pytest.warns(AccuracyWarning, match=r"cut the users' means of feature\(s\) "
+                      r"\[1\]: about (2[5-9]|3[0-5]) %"):
+        est.fit(X, groups=users)
+    # 30 % of 6000 users outside column 1's box, none outside column 0's,
+    # within 4 standard deviations of the count noise
+    sd = est.clipped_users_std_
+    assert abs(est.clipped_users_[1] - 0.3 * 6000) < 4 * sd + 60  # binomial
+    assert abs(est.clipped_users_[0]) < 4 * sd
+    # a box that holds the users: no warning, counts near 0
+    ok = ColumnScaledMeanEstimator(bounds=([0, 0], [1, 20]), random_state=0)
+    ok.fit(X, groups=users)
+    assert np.all(np.abs(ok.clipped_users_) < 4 * ok.clipped_users_std_)
+
+
+def test_clip_check_never_runs_on_a_learned_box_nor_when_off():
+    X, users = _cut_panel()
+    est = ColumnScaledMeanEstimator(bounds=([0, 0], [1, 10]), check_clipping=False,
+                                    random_state=0)
+    # (the clipped mean of column 1, about 6.5, is not at the box's edge:
+    # without the check nothing warns -- which is why the check exists)
+    est.fit(X, groups=users)
+    assert not hasattr(est, "clipped_users_")
+    learned = ColumnScaledMeanEstimator(random_state=0).fit(X, groups=users)
+    assert not hasattr(learned, "clipped_users_")
+
+
+@pytest.mark.parametrize("delta", [0.0, 1e-6])
+def test_audit_of_the_clip_check(delta, monkeypatch):
+    # neighbours: one user moved from inside to outside the box in every
+    # column; only the counts can see it (its clipped mean is the corner
+    # either way), so the audit measures the check's privacy
+    import skuserdp.mean._column_scaled as cs
+    monkeypatch.setattr(cs, "CLIP_CHECK_MAX_SD", 1e9)  # informative or not
+    n, d = 6, 1
+    X = np.zeros((n, d))
+    X[0] = 1.0   # on the box's edge ...
+    Xp = X.copy()
+    Xp[0] = 3.0  # ... and far outside: clipped to the same corner
+    g = np.arange(n)
+    est = ColumnScaledMeanEstimator(delta=delta, bounds=(-1.0, 1.0),
+                                    noise="laplace" if delta == 0 else "gaussian")
+
+    def released(fitted):
+        return float(fitted.clipped_users_[0])
+
+    # the audit's claim is the check's own share of the budget
+    plan = cs.plan_column_scaled(n, d, 1.0, delta, noise=est.noise)
+    loss = plan.check.privacy(1.0)
+    claimed = (loss.epsilon if delta == 0
+               else zcdp_to_approx_dp(loss.rho, delta).epsilon)
+    assert claimed < 0.5
+    ok = audit_estimator(est, X, Xp, groups=g, groups_prime=g, n_runs=3000,
+                         epsilon_claimed=claimed, random_state=0,
+                         statistic=released)
+    assert not ok.violation, str(ok)
+    # positive control: the counts noised for 10 times the check's budget
+    real = cs.calibrate_noise
+
+    def greedy(budget, sensitivity, **kw):
+        return real(budget, sensitivity / 10.0, **kw)
+
+    monkeypatch.setattr(cs, "calibrate_noise", greedy)
+    bad = audit_estimator(est, X, Xp, groups=g, groups_prime=g, n_runs=3000,
+                          epsilon_claimed=claimed, random_state=0,
+                          statistic=released)
     assert bad.violation, str(bad)
