@@ -70,6 +70,7 @@ from ._sensitivity import (
     lattice_contribution_radius,
     lattice_widened_sensitivity,
     linf_ball_l2_radius,
+    replace_one_histogram_sensitivity,
     replace_one_mean_sensitivity,
     replace_one_sum_sensitivity,
 )
@@ -113,6 +114,7 @@ __all__ = [
     "NORMS",
     "replace_one_sum_sensitivity",
     "replace_one_mean_sensitivity",
+    "replace_one_histogram_sensitivity",
     "lattice_contribution_radius",
     "lattice_widened_sensitivity",
     "linf_ball_l2_radius",
