@@ -489,7 +489,13 @@ class CoinPressMeanEstimator(UserLevelMeanEstimator):
     {bounds}
         It may be very loose: the cost is a few shrinking steps, not noise.
         The first ball is centred at its midpoint and contains it; every
-        released centre is projected onto it.
+        released centre is projected onto it. Without a declared ``radius``
+        the whole run is in the box's coordinates scaled per column to
+        ``[-1, 1]`` (balls, radii and noise in units of each feature's
+        half-width, ``radii_`` too), mapped back at the end; with a declared
+        ``radius`` (an ℓ2 spread in the units of ``X``, which would bound
+        the scaled coordinates only as ``radius / min(half-width)``) it runs
+        in the units of ``X``.
     {bounds_share}
     radius : float or None, default=None
         Public ℓ2 radius of the users' means around their mean, if known
@@ -640,6 +646,11 @@ class CoinPressMeanEstimator(UserLevelMeanEstimator):
     def _zcdp_accounting(self, n_users, n_features):
         return True
 
+    def _scales_box(self):
+        # a declared spread is an l2 radius in the units of X: it would map to
+        # radius / min(half_width), never less noise than the natural units
+        return self.radius is None
+
     def _fit_user_means(self, U, budget):
         n, d = U.shape
         # the first ball: around the box's midpoint, through its corners
@@ -647,7 +658,8 @@ class CoinPressMeanEstimator(UserLevelMeanEstimator):
         radius0 = budget.half_diagonal
         n_steps = self.n_steps
         if isinstance(n_steps, str):  # "auto" (the only string allowed)
-            n_steps = auto_steps(self.bounds, budget.lower, budget.upper)
+            # (the rule reads the box in the units of X: 0 inside it or not)
+            n_steps = auto_steps(self.bounds, *budget.natural_bounds)
         plan = plan_coinpress(
             n, d, budget=ZCDP(zcdp_rho_for(budget.epsilon, budget.delta)),
             n_steps=n_steps, final_share=self.final_share,
