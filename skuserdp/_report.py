@@ -717,7 +717,7 @@ def run_report(path, *, groups, epsilon=1.0, delta=1e-6, bounds=None,
     print(f"{'feature':<{width}}  {'private mean':>14}  {'± 95% noise':>12}",
           file=out)
     for j, name in enumerate(names):
-        bar = "-" if sd is None else f"{1.96 * sd:.4g}"
+        bar = "-" if sd is None else f"{1.96 * sd[j]:.4g}"
         print(f"{name:<{width}}  {est.mean_[j]:>14.6g}  {bar:>12}", file=out)
     print("\nEach private mean estimates the mean over users of each user's "
           "mean over its non-missing cells of the column. The error bars are "
@@ -733,7 +733,7 @@ def run_report(path, *, groups, epsilon=1.0, delta=1e-6, bounds=None,
     if png is not None and lower is not None:
         curves = expected_error_curves(est.n_users_, lower, upper, delta)
         point = (None if sd is None else
-                 (f"this fit ({est.method_})", sd * math.sqrt(table.shape[1])))
+                 (f"this fit ({est.method_})", float(np.sqrt(np.sum(sd ** 2)))))
         result["png"] = plot_curves(
             curves, CURVE_EPSILONS, epsilon, png, point=point,
             title=f"{est.n_users_} users, {table.shape[1]} features (public plans)")

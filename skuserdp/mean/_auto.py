@@ -380,6 +380,9 @@ class UserMeanEstimator(UserLevelMeanEstimator):
     def _zcdp_accounting(self, n_users, n_features):
         return self._delegate_._zcdp_accounting(n_users, n_features)
 
+    def _scales_box(self):
+        return self._delegate_._scales_box()
+
     def _approx_bounds_accounting(self):
         return self._delegate_._approx_bounds_accounting()
 
@@ -394,7 +397,7 @@ class UserMeanEstimator(UserLevelMeanEstimator):
         # the delegate, fitted (its own attributes: radii_, garbage_, tau_...)
         est.n_features_in_ = d
         full = budget.total_loss(loss)
-        est._set_fitted(mean, n, full)
-        est.bounds_ = None if budget.lower is None else (budget.lower, budget.upper)
+        est._set_fitted(budget.to_natural(mean), n, full)
+        est.bounds_ = budget.natural_bounds
         self.estimator_, self.method_, self.reason_ = est, self._method, self._reason
         return mean, loss

@@ -65,6 +65,27 @@ class FitBudget:
     random_state: object = None
     bounds_loss: object = None
     total_delta: float = 0.0
+    natural_lower: object = None
+    natural_upper: object = None
+
+    @property
+    def natural_bounds(self):
+        """The box in the units of ``X`` (declared or released), ``None``
+        without one: ``(lower, upper)`` unless this budget is the scaled one
+        of :meth:`UserLevelMeanEstimator._scaled_fit`, whose box is
+        ``[-1, 1]^d`` and whose natural box is kept here."""
+        if self.natural_lower is not None:
+            return self.natural_lower, self.natural_upper
+        return None if self.lower is None else (self.lower, self.upper)
+
+    def to_natural(self, z):
+        """A point of this budget's coordinates in the units of ``X``:
+        ``mid + half·z`` for the scaled budget (post-processing with the
+        public box), ``z`` itself otherwise."""
+        if self.natural_lower is None:
+            return z
+        lo, hi = self.natural_lower, self.natural_upper
+        return _box_midpoint(lo, hi) + _box_half_width(lo, hi) * np.asarray(z)
 
     def total_loss(self, loss):
         """The loss of the whole fit: the bounds step's composed with ``loss``.
@@ -134,6 +155,19 @@ class UserLevelMeanEstimator(UserLevelMixin, BaseEstimator):
     estimator uses the box at all (e.g. not when a clipping ball is declared)
     and ``_zcdp_accounting(n, d)`` whether its own release is accounted in
     zCDP (which decides how the bounds step is charged).
+
+    *Per-column geometry.* When the estimator uses a box and
+    ``_scales_box()`` is true (the default), ``_fit_user_means`` runs in
+    coordinates scaled per column to the box, ``z = (u − mid)/half``: it
+    sees the box ``[-1, 1]^d`` (:attr:`FitBudget.natural_bounds` keeps the
+    box in the units of ``X``) and its estimate is mapped back,
+    ``mid + half·ẑ`` (:meth:`_scaled_fit`). Clipping balls and noise are
+    then round in units of each column's width, i.e. ellipsoids in the
+    units of ``X``: a column in ``[0, 1]`` next to one in ``[0, 20000]``
+    gets noise in proportion to its own width. The box is public (declared
+    or a charged DP release), so the map is a public per-user bijection and
+    the privacy guarantee is unchanged; ``noise_std_`` is per feature, in
+    the units of ``X``.
     """
 
     _parameter_constraints: dict = {**BUDGET_CONSTRAINTS}
@@ -172,12 +206,56 @@ class UserLevelMeanEstimator(UserLevelMixin, BaseEstimator):
         with quiet_floating_point():  # no warning may depend on the data
             U, n_users = fit_user_means(self, X, y, groups)
             budget = self._resolve_bounds(U)
-            mean, loss = self._fit_user_means(U, budget)
+            scale = (budget.half_width if budget.lower is not None
+                     and self._scales_box() else None)
+            if scale is None:
+                mean, loss = self._fit_user_means(U, budget)
+            else:
+                mean, loss = self._scaled_fit(U, budget)
             loss = budget.total_loss(loss)
             self._set_fitted(mean, n_users, loss)
             self._check_box(budget)
-            self._check_noise(budget)
+            self._check_noise(budget, scale)
             return self
+
+    def _scales_box(self):
+        """Whether this configuration works in the box's per-column scaled
+        coordinates (:meth:`_scaled_fit`) when it uses a box.
+
+        True by default. A subclass returns False where a declared parameter
+        in the units of ``X`` sets the clipping geometry (an ℓ2 radius, a
+        spread, a moment bound): such a bound maps to the scaled coordinates
+        only as ``value / min_j half_width_j``, which is never less noise
+        than the natural coordinates (its class docstring says which)."""
+        return True
+
+    #: scaled users' means are clipped to ``±_SCALED_LIMIT`` (finite; a user
+    #: that far out is clipped by every ball and box anyway)
+    _SCALED_LIMIT = 1e300
+
+    def _scaled_fit(self, U, budget):
+        """``_fit_user_means`` in coordinates scaled per column by the box.
+
+        ``z = (u − mid) / half`` per column (``mid``, ``half`` the box's
+        midpoint and half-width), so the box becomes ``[-1, 1]^d`` and a
+        narrow column gets noise in proportion to its own width instead of
+        the widest column's; the estimate is mapped back,
+        ``mean = mid + half·ẑ``. The box is public (declared, or a DP
+        release charged in ``bounds_loss``), so the map is a public,
+        per-user bijection: the subclass's release on ``z`` has the same
+        user-level guarantee (replace-one, number of users public), and the
+        map back is post-processing. ``U`` is not modified.
+        """
+        mid, half = budget.midpoint, budget.half_width
+        d = U.shape[1]
+        Z = np.subtract(U, mid)
+        np.divide(Z, half, out=Z)
+        np.clip(Z, -self._SCALED_LIMIT, self._SCALED_LIMIT, out=Z)  # inf (overflow)
+        scaled = FitBudget(budget.epsilon, budget.delta, -np.ones(d), np.ones(d),
+                           budget.random_state, budget.bounds_loss, budget.total_delta,
+                           budget.lower, budget.upper)
+        z, loss = self._fit_user_means(Z, scaled)
+        return scaled.to_natural(z), loss
 
     def _prepare(self, n_users, n_features):
         """Hook run before the box is resolved (public values only)."""
@@ -238,14 +316,18 @@ class UserLevelMeanEstimator(UserLevelMixin, BaseEstimator):
                 + (" or use bounds='auto'." if not isinstance(self.bounds, str)
                    else "; declare them if you know them."), AccuracyWarning)
 
-    def _check_noise(self, budget):
+    def _check_noise(self, budget, scale=None):
         """Warn when the plan's noise alone exceeds the box (post-processing).
 
         ``_fit_user_means`` may leave ``_noise_error``: the root mean squared
         ℓ2 error of its last release's noise, a function of the public plan
-        (and of earlier private releases, such as CoinPress's radii). The
-        noise is i.i.d. over the coordinates, with standard deviation
-        ``noise_std_`` in each. In every feature where that exceeds half the
+        (and of earlier private releases, such as CoinPress's radii), in the
+        coordinates it ran in. The noise is i.i.d. over those coordinates;
+        ``noise_std_`` (shape ``(n_features,)``, in the units of ``X``) is
+        its standard deviation per feature: ``err/√d`` in every feature, times
+        the box's half-width ``scale`` of each feature when the fit ran in
+        the box's scaled coordinates (:meth:`_scaled_fit`). In every feature
+        where that exceeds half the
         width of the box (declared, or released), the box's midpoint -- free
         of charge -- is expected to be closer to the truth than the estimate:
         those features are named (with equal widths this is the rule "the
@@ -256,7 +338,9 @@ class UserLevelMeanEstimator(UserLevelMixin, BaseEstimator):
         err = self.__dict__.pop("_noise_error", None)
         if err is not None:
             # the noise is i.i.d. over the coordinates: its per-feature SD
-            self.noise_std_ = err / math.sqrt(self.mean_.shape[0])
+            d = self.mean_.shape[0]
+            sd = np.full(d, err / math.sqrt(d))
+            self.noise_std_ = sd if scale is None else sd * scale
         else:
             self.__dict__.pop("noise_std_", None)  # unknown for this plan
         if err is None or budget.lower is None:
@@ -267,7 +351,8 @@ class UserLevelMeanEstimator(UserLevelMixin, BaseEstimator):
             warn_at_caller(
                 f"{type(self).__name__}: the noise of this release alone is "
                 f"expected to move the estimate of feature(s) "
-                f"{feature_labels(noisy, names)} by {self.noise_std_:.3g} "
+                f"{feature_labels(noisy, names)} by "
+                f"{', '.join(f'{v:.3g}' for v in self.noise_std_[noisy])} "
                 "(standard deviation, from the public plan), more than half the "
                 "width of their box bounds_: the box's midpoint would likely be "
                 "closer to the truth there. Use more users, a larger epsilon or "

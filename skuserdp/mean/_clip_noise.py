@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.utils._param_validation import Interval, Real
 
-from ..base import BOUNDS_CONSTRAINTS
+from ..base import BOUNDS_CONSTRAINTS, _box_half_width, _box_midpoint
 from ..mechanisms import add_noise, calibrate_noise, choose_grid, lattice_sensitivity
 from ..mechanisms._additive import _mean_noise_variance
 from ..mechanisms._lattice import encode_sum
@@ -294,6 +294,13 @@ class ClipNoiseMeanEstimator(UserLevelMeanEstimator):
         Used for what is not declared below: ``center`` defaults to the
         box's midpoint and ``radius`` to its half-diagonal. With both
         ``radius`` and ``center`` declared, no box is needed or learned.
+        Without a declared ``radius`` the fit runs in the box's coordinates
+        scaled per column to ``[-1, 1]`` (a declared ``center`` is mapped
+        there too), so the clipping ball is the ellipsoid through the box's
+        corners and each feature's noise is proportional to its own
+        half-width; with a declared ``radius`` (an ℓ2 radius in the units of
+        ``X``, which would bound the scaled coordinates only as
+        ``radius / min(half-width)``) the fit stays in the units of ``X``.
     {bounds_share}
     radius : float, default=None
         Public ℓ2 radius of the per-user means around ``center``: users whose
@@ -338,7 +345,9 @@ class ClipNoiseMeanEstimator(UserLevelMeanEstimator):
     -----
     Noise standard deviation per coordinate (before the rounding widening of
     about 0.05 %): ``σ = 2·radius·c(ε, δ)/n_users`` with ``c`` the Gaussian
-    calibration factor, or ``√2·2·radius·√d/(ε·n_users)`` for Laplace.
+    calibration factor, or ``√2·2·radius·√d/(ε·n_users)`` for Laplace. Without
+    a declared ``radius`` the coordinates are the box's scaled ones
+    (``radius = √d``), so feature j gets ``half_width_j`` times that.
 
     Examples
     --------
@@ -385,6 +394,11 @@ class ClipNoiseMeanEstimator(UserLevelMeanEstimator):
     def _needs_bounds(self):
         return self.radius is None or self.center is None
 
+    def _scales_box(self):
+        # a declared radius is an l2 bound in the units of X: it would map to
+        # radius / min(half_width), never less noise than the natural units
+        return self.radius is None
+
     def _zcdp_accounting(self, n_users, n_features):
         return self.delta > 0
 
@@ -392,6 +406,11 @@ class ClipNoiseMeanEstimator(UserLevelMeanEstimator):
         d = U.shape[1]
         center = (budget.midpoint if self.center is None
                   else check_center(self.center, d))
+        if self.center is not None and budget.natural_lower is not None:
+            # the declared centre, a point in the units of X, in the scaled
+            # coordinates of the box (the same public map as the users')
+            lo, hi = budget.natural_bounds
+            center = (center - _box_midpoint(lo, hi)) / _box_half_width(lo, hi)
         radius = budget.half_diagonal if self.radius is None else self.radius
         mean, plan = _clip_noise_mean(
             U,

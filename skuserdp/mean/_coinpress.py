@@ -60,6 +60,7 @@ import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..base import BOUNDS_CONSTRAINTS
+from ..mechanisms._top_bin import top_bin_edge
 from ..privacy import ZCDP, compose, split_zcdp_shares, zcdp_rho_for
 from ..utils._docstrings import fill_doc
 from ..utils._random import (SUBSET_MIN_USERS, generator_from, make_seed_sequence,
@@ -145,6 +146,11 @@ class CoinPressPlan:
         when the spread is declared.
     final_budget : ZCDP
         Budget of the last release.
+    top_bin_budget : ZCDP or None
+        Budget of the log2 histogram of the users' distances to the last
+        centre whose top passing bin may widen the last radius
+        (:func:`~skuserdp.mechanisms._top_bin.top_bin_edge`); ``None``
+        without it (declared spread, one step, or ``top_bin_share=0``).
     loss : ZCDP
         The composition of all budgets.
 
@@ -164,6 +170,7 @@ class CoinPressPlan:
     spread_budgets: tuple
     final_budget: ZCDP
     loss: ZCDP
+    top_bin_budget: ZCDP = None
 
     @property
     def n_steps(self):
@@ -172,7 +179,7 @@ class CoinPressPlan:
 
 
 def plan_coinpress(n_users, n_features, *, budget, n_steps=8, final_share=0.75,
-                   spread_share=0.3, declared_spread=False):
+                   spread_share=0.3, declared_spread=False, top_bin_share=0.0):
     """Fix the budget of every release of a CoinPress run (public values only).
 
     The releases are user-level (replace one user's data; the number of
@@ -197,6 +204,11 @@ def plan_coinpress(n_users, n_features, *, budget, n_steps=8, final_share=0.75,
     declared_spread : bool, default=False
         Whether the spread of the users' means is public (no distance
         releases).
+    top_bin_share : float, default=0.0
+        Share, in ``[0, 1)``, of the last release's budget spent on the
+        distance histogram that lets the last radius grow with ``nε``
+        (:attr:`CoinPressPlan.top_bin_budget`); used only with
+        ``n_steps > 1`` and no declared spread.
 
     Returns
     -------
@@ -229,20 +241,27 @@ def plan_coinpress(n_users, n_features, *, budget, n_steps=8, final_share=0.75,
                          "steps need a budget.")
     if not 0 < spread_share < 1:
         raise ValueError(f"spread_share must be in (0, 1), got {spread_share!r}.")
+    if not 0 <= top_bin_share < 1:
+        raise ValueError(f"top_bin_share must be in [0, 1), got {top_bin_share!r}.")
     k = n_steps - 1
+    top = top_bin_share > 0 and k > 0 and not declared_spread
     step = (1.0 - final_share) / k if k else 0.0
     if declared_spread:
         shares = [step] * k + [final_share]
     else:
         shares = [step * (1 - spread_share), step * spread_share] * k + [final_share]
-    parts = split_zcdp_shares(budget, shares)
+    if top:
+        shares[-1:] = [final_share * (1 - top_bin_share), final_share * top_bin_share]
+    parts = list(split_zcdp_shares(budget, shares))
+    top_budget = parts.pop() if top else None
     if declared_spread:
         centers, spreads = parts[:k], None
     else:
         centers, spreads = parts[0:2 * k:2], parts[1:2 * k:2]
+    every = parts if top_budget is None else parts + [top_budget]
     return CoinPressPlan(int(n_users), int(n_features), tuple(centers),
                          None if spreads is None else tuple(spreads), parts[-1],
-                         compose(*parts))
+                         compose(*every), top_budget)
 
 
 def _gaussian_tail_radius(sigma, d, beta):
@@ -288,6 +307,31 @@ def _clipped_distances(U, c, r, rows=None):
         np.sqrt(out, out=out)
         np.minimum(out, r, out=out)
     return dist
+
+
+#: the last radius grows only when enough users lie beyond this multiple of
+#: it (a symmetric cloud loses little to clipping between r and 2r: the
+#: shrinking rule's 1.2x mean distance is kept there, T-M1)
+TOP_BIN_FACTOR = 2.0
+
+#: probability that an empty cell of the distance histogram passes (it would
+#: widen the last radius needlessly: accuracy only)
+TOP_BIN_BETA = 0.01
+
+
+def _top_bin_radius(U, c, r, radius0, budget, factor, seed):
+    """The top passing edge of the users' distances to ``c`` (a released
+    centre) on a log2 grid from ``factor·r`` to at least ``2·radius0``
+    (public values and earlier releases), or ``r`` when no cell above the
+    first passes. ``budget.rho``-zCDP (one cell per user)."""
+    base = factor * r
+    if not (math.isfinite(base) and base > 0):
+        return r
+    n_bins = 1 + max(1, math.ceil(math.log2(max(2.0 * radius0 / base, 1.0))))
+    dist = _clipped_distances(U, c, math.inf)[:, 0]
+    edge = top_bin_edge(dist, budget.rho, base=base, n_bins=n_bins,
+                        beta=TOP_BIN_BETA, random_state=seed)
+    return r if edge is None else edge
 
 
 #: a shrinking step on a subset of the users keeps the norm of its centre's
@@ -353,7 +397,7 @@ def coinpress_step_users(plan):
 
 def coinpress_mean(user_means, plan, *, center, radius0, spread=None,
                    scale_factor=1.2, final_scale_factor=None, beta=0.01, box=None,
-                   random_state=None, n_jobs=None):
+                   top_bin_factor=TOP_BIN_FACTOR, random_state=None, n_jobs=None):
     """Run a planned CoinPress estimate on per-user means (pure-function core).
 
     Parameters
@@ -386,6 +430,13 @@ def coinpress_mean(user_means, plan, *, center, radius0, spread=None,
         Public box known to contain the mean: every released centre, and the
         output, is projected onto it (post-processing; with few users the
         noisy centres would otherwise wander far outside it).
+    top_bin_factor : float, default=TOP_BIN_FACTOR (2)
+        With ``plan.top_bin_budget``: the last radius ``r`` grows to the
+        upper edge of the top passing cell of a private log2 histogram of
+        the users' distances to the last centre whose cell 0 is
+        ``[0, top_bin_factor·r]`` (so it grows only when enough users lie
+        beyond ``top_bin_factor·r``), with the top edge at least
+        ``2·radius0``.
     random_state : int, SeedSequence or None, default=None
         Noise source.
     n_jobs : int, default=None
@@ -457,6 +508,9 @@ def coinpress_mean(user_means, plan, *, center, radius0, spread=None,
             r = final_scale_factor * mean_dist
         else:
             r = min(scale_factor * mean_dist, r)
+    if plan.top_bin_budget is not None:
+        r = max(r, _top_bin_radius(U, c, r, radius0, plan.top_bin_budget,
+                                   top_bin_factor, root.spawn(1)[0]))
     fplan = plan_clip_noise(n, d, budget=plan.final_budget, radius=r + s)
     radii.append(r + s)
     c = project(clip_noise_from_plan(U, fplan, center=c, random_state=seeds[-1],
@@ -489,7 +543,13 @@ class CoinPressMeanEstimator(UserLevelMeanEstimator):
     {bounds}
         It may be very loose: the cost is a few shrinking steps, not noise.
         The first ball is centred at its midpoint and contains it; every
-        released centre is projected onto it.
+        released centre is projected onto it. Without a declared ``radius``
+        the whole run is in the box's coordinates scaled per column to
+        ``[-1, 1]`` (balls, radii and noise in units of each feature's
+        half-width, ``radii_`` too), mapped back at the end; with a declared
+        ``radius`` (an ℓ2 spread in the units of ``X``, which would bound
+        the scaled coordinates only as ``radius / min(half-width)``) it runs
+        in the units of ``X``.
     {bounds_share}
     radius : float or None, default=None
         Public ℓ2 radius of the users' means around their mean, if known
@@ -516,8 +576,19 @@ class CoinPressMeanEstimator(UserLevelMeanEstimator):
     final_scale_factor : float, default=None
         The last release's radius is ``final_scale_factor`` times the last
         released mean distance, and may exceed the previous ball (only when
-        ``radius`` is None); ``None`` uses ``scale_factor``. See Notes: raise
-        it (e.g. to 3) for skewed data.
+        ``radius`` is None); ``None`` uses ``scale_factor``. See Notes.
+    top_bin_share : float, default=0.2
+        Share, in ``[0, 1)``, of the last release's budget spent on a private
+        log2 histogram of the users' distances to the last centre (only when
+        ``radius`` is None and ``n_steps > 1``; discrete Gaussian on the
+        counts, replace-one ℓ2 sensitivity √2). The last radius becomes the
+        upper edge of its highest cell above ``[0, 2r]`` (``r`` the shrunk
+        radius) whose noisy count reaches a public threshold ``k ∝ 1/√ρ``,
+        if any: at most about ``k`` users stay clipped, so the clipping bias
+        of skewed data vanishes as ``n·ε`` grows (spec
+        ``real_data_means.md`` §2.3). ``0`` turns it off (the radius is then
+        a fixed multiple of the spread, and skewed data keep their bias at
+        any ε).
     beta : float, default=0.01
         Failure probability of each step's tail radius (only when
         ``radius`` is declared).
@@ -562,8 +633,11 @@ class CoinPressMeanEstimator(UserLevelMeanEstimator):
     -----
     *Clipping bias.* Without a declared ``radius`` the last release clips
     the users' means at ``1.2×`` their mean distance to an already located
-    centre. For a symmetric (e.g. Gaussian) cloud this costs almost no bias
-    and much less noise than clipping every user: on the reference task
+    centre, widened to the top passing cell of the distance histogram
+    (``top_bin_share``) when more than about ``k`` users lie beyond twice
+    that; the numbers below are without that widening
+    (``top_bin_share=0``). For a symmetric (e.g. Gaussian) cloud this costs
+    almost no bias and much less noise than clipping every user: on the reference task
     T-M1 the error is about 0.6× that of a hand-tuned clip radius
     (``benchmarks/README.md``). For *skewed* users' means the clipped mean is
     pulled toward the centre and the estimate does not converge to the mean
@@ -614,14 +688,15 @@ class CoinPressMeanEstimator(UserLevelMeanEstimator):
         "spread_share": [Interval(Real, 0, 1, closed="neither")],
         "scale_factor": [Interval(Real, 1, None, closed="left")],
         "final_scale_factor": [None, Interval(Real, 1, None, closed="left")],
+        "top_bin_share": [Interval(Real, 0, 1, closed="left")],
         "beta": [Interval(Real, 0, 1, closed="neither")],
         "calibration": [StrOptions({"tight"})],
     }
 
     def __init__(self, epsilon=1.0, delta=1e-6, *, bounds="auto", bounds_share=None,
                  radius=None, n_steps="auto", final_share=0.75, spread_share=0.3,
-                 scale_factor=1.2, final_scale_factor=None, beta=0.01,
-                 calibration="tight", random_state=None, n_jobs=None):
+                 scale_factor=1.2, final_scale_factor=None, top_bin_share=0.2,
+                 beta=0.01, calibration="tight", random_state=None, n_jobs=None):
         self.epsilon = epsilon
         self.delta = delta
         self.bounds = bounds
@@ -632,6 +707,7 @@ class CoinPressMeanEstimator(UserLevelMeanEstimator):
         self.spread_share = spread_share
         self.scale_factor = scale_factor
         self.final_scale_factor = final_scale_factor
+        self.top_bin_share = top_bin_share
         self.beta = beta
         self.calibration = calibration
         self.random_state = random_state
@@ -640,6 +716,11 @@ class CoinPressMeanEstimator(UserLevelMeanEstimator):
     def _zcdp_accounting(self, n_users, n_features):
         return True
 
+    def _scales_box(self):
+        # a declared spread is an l2 radius in the units of X: it would map to
+        # radius / min(half_width), never less noise than the natural units
+        return self.radius is None
+
     def _fit_user_means(self, U, budget):
         n, d = U.shape
         # the first ball: around the box's midpoint, through its corners
@@ -647,12 +728,14 @@ class CoinPressMeanEstimator(UserLevelMeanEstimator):
         radius0 = budget.half_diagonal
         n_steps = self.n_steps
         if isinstance(n_steps, str):  # "auto" (the only string allowed)
-            n_steps = auto_steps(self.bounds, budget.lower, budget.upper)
+            # (the rule reads the box in the units of X: 0 inside it or not)
+            n_steps = auto_steps(self.bounds, *budget.natural_bounds)
         plan = plan_coinpress(
             n, d, budget=ZCDP(zcdp_rho_for(budget.epsilon, budget.delta)),
             n_steps=n_steps, final_share=self.final_share,
             spread_share=self.spread_share,
-            declared_spread=self.radius is not None)
+            declared_spread=self.radius is not None,
+            top_bin_share=self.top_bin_share)
         mean, self.radii_ = coinpress_mean(
             U, plan, center=center, radius0=radius0, spread=self.radius,
             scale_factor=self.scale_factor,

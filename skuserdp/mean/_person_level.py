@@ -2011,6 +2011,13 @@ class ThreadedClipNoiseEstimator(UserLevelMeanEstimator):
         box too wide for the bounded coarse step (more than 1e12 buckets of
         width ``4M/√m``) is ignored with ``delta > 0`` and refused with
         ``delta=0`` (``ValueError``, before the estimator's release).
+        Unlike the other box-based estimators, this one runs in the units of
+        ``X``, not in the box's per-column scaled coordinates: every radius
+        comes from the isotropic ``moment_bound`` M, which bounds the scaled
+        coordinates only as ``M / min(half-width)`` (the narrow column's
+        noise either way, and more on every wider one). With columns of
+        very different scales, standardise them before fitting, with
+        public scales, and declare M for the standardised data.
     {bounds_share}
         Also unused with ``delta > 0`` (no box is learned then).
     method : {"auto", "pure"}, default="auto"
@@ -2122,6 +2129,13 @@ class ThreadedClipNoiseEstimator(UserLevelMeanEstimator):
                     "cost grows like (16√d)^(2d) comparisons (10^8 at d = 3). Use "
                     "method='auto' (one pure 1-D estimate per feature) or delta > 0."
                 )
+
+    def _scales_box(self):
+        # Not in the box's scaled coordinates: every radius is set by the
+        # isotropic moment bound M in the units of X, which bounds the scaled
+        # coordinates only as M / min(half_width); that is the narrow
+        # column's noise either way and more on every wider one.
+        return False
 
     def _needs_bounds(self):
         # With delta > 0 no route needs a box (the coarse steps can run the

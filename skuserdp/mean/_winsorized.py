@@ -924,6 +924,13 @@ class WinsorizedMeanEstimator(UserLevelMeanEstimator):
     {bounds}
         User means outside it are clipped to it, and the released mean lies
         in it. Only enters the accuracy logarithmically (number of bins).
+        With ``tau="auto"`` or ``"bounded"`` the fit runs in the box's
+        coordinates scaled per column to ``[-1, 1]`` (``tau_`` is then in
+        those units) and is mapped back, so each feature's noise is in
+        proportion to its own half-width; with a declared ``tau`` or
+        ``"sub_gaussian"`` (ℓ2 bounds in the units of ``X``, which would
+        bound the scaled coordinates only as ``value / min(half-width)``) it
+        runs in the units of ``X``.
     {bounds_share}
     samples_per_user : int, default=None
         Public minimum number of rows per user, for ``tau="bounded"`` or
@@ -962,7 +969,8 @@ class WinsorizedMeanEstimator(UserLevelMeanEstimator):
     {bounds_}
     tau_ : float
         The concentration radius used (public, from a rule, or the private
-        estimate, which is itself a private output).
+        estimate, which is itself a private output); in the box's scaled
+        coordinates with ``tau="auto"`` or ``"bounded"`` (``bounds``).
     route_ : {"pure", "zcdp", "paper", "box-pure", "box-zcdp"}
         The release plan: Laplace with basic composition, discrete Gaussian
         with zCDP, the paper's plan, or clip-and-noise on the public box
@@ -1050,6 +1058,13 @@ class WinsorizedMeanEstimator(UserLevelMeanEstimator):
         # of basic composition at 64 features; the release below plans with
         # budget.delta
         return True
+
+    def _scales_box(self):
+        # a declared tau or sub-Gaussian parameter is an l2 / directional
+        # bound in the units of X: it would map to value / min(half_width),
+        # never less noise than the natural units. "auto" (estimated) and
+        # "bounded" (rows in the box, which holds in the scaled box) scale.
+        return isinstance(self.tau, str) and self.tau in ("auto", "bounded")
 
     def _fit_user_means(self, U, budget):
         # the box is centred at the origin for the pure core

@@ -23,6 +23,7 @@ __all__ = [
     "NORMS",
     "replace_one_sum_sensitivity",
     "replace_one_mean_sensitivity",
+    "replace_one_histogram_sensitivity",
     "lattice_contribution_radius",
     "lattice_widened_sensitivity",
     "linf_ball_l2_radius",
@@ -65,6 +66,32 @@ def replace_one_sum_sensitivity(radius):
     3.0
     """
     return 2.0 * _nonneg("radius", radius)
+
+
+def replace_one_histogram_sensitivity(norm="l2"):
+    """Sensitivity of a histogram of counts in which each user is in one cell.
+
+    Replacing one user moves one unit from one cell to another (or leaves
+    the counts unchanged): the vector of counts moves by ``√2`` in ℓ2, ``2``
+    in ℓ1 and ``1`` in ℓ∞. (Under add/remove it would be 1 in every norm;
+    these are the replace-one values, twice as large in ℓ1.)
+
+    Parameters
+    ----------
+    norm : {"l1", "l2", "linf"}, default="l2"
+
+    Returns
+    -------
+    sensitivity : float
+
+    Examples
+    --------
+    >>> from skuserdp.privacy import replace_one_histogram_sensitivity as hist
+    >>> round(hist(), 6), hist("l1"), hist("linf")
+    (1.414214, 2.0, 1.0)
+    """
+    _check_norm(norm)
+    return {"l2": math.sqrt(2.0), "l1": 2.0, "linf": 1.0}[norm]
 
 
 def replace_one_mean_sensitivity(radius, n_users):

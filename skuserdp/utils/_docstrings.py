@@ -93,9 +93,11 @@ mean_ : ndarray of shape (n_features,)
 bounds_ : tuple (lower, upper)
     The box used (declared, or learned privately).""",
     "noise_std_": """\
-noise_std_ : float
+noise_std_ : ndarray of shape (n_features,)
     Standard deviation of the release's noise on each feature of
-    ``mean_``, from the public plan (no privacy cost; clipping bias not
+    ``mean_``, in the units of ``X`` (per feature: in proportion to the
+    feature's box half-width when the fit ran in the box's scaled
+    coordinates), from the public plan (no privacy cost; clipping bias not
     included): ``mean_ ± 1.96·noise_std_`` is the noise's 95 % range.""",
     "feature_attributes": """\
 n_features_in_ : int

@@ -222,7 +222,8 @@ def test_estimator_spend_and_attributes():
                                  n_steps=3, random_state=0).fit(U, groups=groups)
     assert est.radii_.shape == (3,)
     # the first ball is centred on the box's midpoint and reaches its corners
-    assert est.radii_[0] == pytest.approx(np.linalg.norm(half))
+    # (in the box's scaled coordinates, [-1, 1]^3: radius sqrt(3))
+    assert est.radii_[0] == pytest.approx(np.sqrt(3))
     assert est.rho_ <= zcdp_rho_for(0.7, 1e-7)
     assert est.epsilon_ <= 0.7 and est.delta_ == 1e-7
     assert est.privacy_loss_ == ZCDP(est.rho_)
