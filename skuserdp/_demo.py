@@ -109,10 +109,14 @@ DEMO_CONFIGS = {
         dict(epsilon=eps, delta=1e-6, bounds=(-100.0, 100.0))
         for eps in (0.5, 1.0, 2.0)
     ],
-    # The dispatcher with the same loose box: it picks the per-column
-    # estimator, which first narrows the loose box privately.
+    # The dispatcher with the demo's box (its per-column estimator's error
+    # grows with the declared widths: declare the codebook's range, not a
+    # loose one -- CoinPress above is the estimator for a loose box on
+    # concentrated users), and with no bounds at all (the box is learned
+    # privately from a share of the budget).
     "UserMeanEstimator": [
-        dict(epsilon=eps, delta=1e-6, bounds=(-100.0, 100.0))
+        dict(epsilon=eps, delta=1e-6, bounds=bounds)
+        for bounds in (_BOX, "auto")
         for eps in (0.5, 1.0, 2.0)
     ],
     # The same knowledge as a box: every coordinate of a user mean in [-5, 5].

@@ -11,6 +11,7 @@ import dataclasses
 import numpy as np
 import pytest
 
+from skuserdp.exceptions import AccuracyWarning
 from skuserdp.mean import ClipNoiseMeanEstimator, ColumnScaledMeanEstimator
 from skuserdp.mean._column_scaled import choose_column_noise
 from skuserdp.privacy import PureDP, ZCDP, zcdp_to_approx_dp
