@@ -1,13 +1,14 @@
 """``python -m skuserdp report``: a private estimate of a table's means, with
-error bars and an error-versus-ε plot from public plans (issues 16 and 26).
+error bars and an error-versus-ε plot from public plans (issues 16, 26, 28).
 
 What is computed from the private data is one fit of
 :class:`~skuserdp.mean.UserMeanEstimator` at the requested budget (charged
 and printed). Everything else is a function of public values and of that
 fit's private outputs: the error bars come from the fit's public plan
-(``noise_std_``), and the curves of expected error against ε come from the
-plans of :class:`~skuserdp.mean.ClipNoiseMeanEstimator` and
-:class:`~skuserdp.mean.WinsorizedMeanEstimator` for the same number of
+(``noise_std_``: the privacy noise only, which the report says), and the
+curves of expected error against ε come from the plans of the estimator the
+fit used (:class:`~skuserdp.mean.ColumnScaledMeanEstimator`), of the
+per-column Laplace peer and of a joint Gaussian, for the same number of
 users, features and box (declared, or the released ``bounds_``). The
 private data are never used to draw the curves.
 
@@ -570,7 +571,7 @@ def _as_frame(table, names):
 
 
 def expected_error_curves(n_users, lower, upper, delta, epsilons=CURVE_EPSILONS):
-    """Expected ℓ2 error of the noise of two public plans, against ε.
+    """Expected ℓ2 error of the noise of public plans on one box, against ε.
 
     Parameters
     ----------
@@ -586,24 +587,36 @@ def expected_error_curves(n_users, lower, upper, delta, epsilons=CURVE_EPSILONS)
     Returns
     -------
     curves : dict of str to ndarray
-        ``"ClipNoiseMeanEstimator"`` (clip to the box's ball, radius its
-        half-diagonal) and ``"WinsorizedMeanEstimator"`` (pure ε, the
-        box's plan without a range step): root mean squared ℓ2 error of the
-        noise at each ε, from the plans alone (no data).
+        Root mean squared ℓ2 error of the noise at each ε, in the units of the
+        data, from the plans alone (no data):
+
+        * ``"ColumnScaledMeanEstimator"``: the per-column release the report's
+          ``UserMeanEstimator`` uses with a box (Laplace or Gaussian, the one
+          its plan picks at each ε; without the clipped-users check);
+        * ``"per-column Laplace (peer)"``: Laplace noise with ε/d per column
+          of the box (the simplest honest estimator);
+        * ``"joint Gaussian"``: one Gaussian release of all columns, each
+          scaled to its box (``delta > 0`` only).
     """
-    from .mean import plan_clip_noise, plan_winsorized_mean
-    from .privacy import ApproxDP, PureDP
+    from .mean._column_scaled import choose_column_noise
 
     half = (np.asarray(upper, float) - np.asarray(lower, float)) / 2.0
-    d, radius = half.shape[0], float(np.linalg.norm(half))
-    curves = {"ClipNoiseMeanEstimator": [], "WinsorizedMeanEstimator": []}
+    d = half.shape[0]
+    scale = float(np.sqrt(np.sum(half ** 2)))  # the scaled noise -> units of X
+    names = ["ColumnScaledMeanEstimator", "per-column Laplace (peer)"]
+    if delta > 0:
+        names.append("joint Gaussian")
+    curves = {k: [] for k in names}
     for eps in epsilons:
-        budget = ApproxDP(float(eps), delta) if delta > 0 else PureDP(float(eps))
-        plan = plan_clip_noise(n_users, d, budget=budget, radius=radius)
-        curves["ClipNoiseMeanEstimator"].append(math.sqrt(d * plan.noise_variance))
-        wplan = plan_winsorized_mean(n_users, d, tau=radius, value_range=radius,
-                                     budget=PureDP(float(eps)))
-        curves["WinsorizedMeanEstimator"].append(math.sqrt(d * wplan.noise_variance))
+        eps = float(eps)
+        picks = {
+            "ColumnScaledMeanEstimator": "auto",
+            "per-column Laplace (peer)": "laplace",
+            "joint Gaussian": "gaussian",
+        }
+        for name in names:
+            _, plan = choose_column_noise(n_users, d, eps, delta, noise=picks[name])
+            curves[name].append(scale * math.sqrt(plan.noise_variance))
     return {k: np.asarray(v) for k, v in curves.items()}
 
 
@@ -619,8 +632,13 @@ def plot_curves(curves, epsilons, epsilon, path, *, title="", point=None):
     except ImportError as exc:
         raise ImportError("the plot needs matplotlib: pip install matplotlib") from exc
     fig, ax = plt.subplots(figsize=(7, 4.5), dpi=100)
-    for name, values in curves.items():
-        ax.loglog(epsilons, values, marker="o", ms=3, label=name)
+    # the first curve (the estimator the fit used) is drawn last, on top;
+    # the others dashed, so that a curve it coincides with stays visible
+    items = list(curves.items())
+    for k, (name, values) in reversed(list(enumerate(items))):
+        ax.loglog(epsilons, values, marker="o", ms=3, label=name, color=f"C{k}",
+                  ls="-" if k == 0 else "--", lw=2.0 if k == 0 else 1.5,
+                  zorder=3 if k == 0 else 2)
     ax.axvline(epsilon, color="grey", ls="--", lw=1, label=f"ε = {epsilon:g}")
     if point is not None:
         ax.plot([epsilon], [point[1]], marker="*", ms=14, ls="none", color="k",
@@ -714,15 +732,24 @@ def run_report(path, *, groups, epsilon=1.0, delta=1e-6, bounds=None,
     print(f"privacy spent (user level): epsilon = {est.epsilon_:.4g}, "
           f"delta = {est.delta_:.3g}; fit {seconds:.2f} s\n", file=out)
     width = max(len(n) for n in names + ["feature"])
-    print(f"{'feature':<{width}}  {'private mean':>14}  {'± 95% noise':>12}",
-          file=out)
+    used = getattr(est, "estimator_", est)
+    clipped = getattr(used, "clipped_users_", None)
+    print(f"{'feature':<{width}}  {'private mean':>14}  {'± 95% noise':>12}"
+          + ("" if clipped is None else f"  {'users outside box':>19}"), file=out)
     for j, name in enumerate(names):
         bar = "-" if sd is None else f"{1.96 * sd[j]:.4g}"
-        print(f"{name:<{width}}  {est.mean_[j]:>14.6g}  {bar:>12}", file=out)
+        extra = ("" if clipped is None else "  " + format(
+            f"{clipped[j]:.0f} ± {1.96 * used.clipped_users_std_:.0f}", ">19"))
+        print(f"{name:<{width}}  {est.mean_[j]:>14.6g}  {bar:>12}{extra}", file=out)
     print("\nEach private mean estimates the mean over users of each user's "
-          "mean over its non-missing cells of the column. The error bars are "
-          "the noise's 95 % range from the public plan; clipping bias is not "
-          "included.", file=out)
+          "mean over its non-missing cells of the column. The error bars cover "
+          "the privacy noise only (its 95 % range, from the public plan): not "
+          "the clipping bias of users outside the box, nor the sampling of the "
+          "users (they describe this table, not a population).", file=out)
+    if clipped is not None:
+        print("users outside box: a private count per column, ± its noise's 95 % "
+              "range (charged to the budget above); those users are clipped to "
+              "the box, biasing the column.", file=out)
     for w in caught:
         print(f"warning: {w.category.__name__}: "
               f"{name_features(str(w.message), names)}", file=out)
@@ -732,6 +759,8 @@ def run_report(path, *, groups, epsilon=1.0, delta=1e-6, bounds=None,
                     else (None, None))
     if png is not None and lower is not None:
         curves = expected_error_curves(est.n_users_, lower, upper, delta)
+        if est.method_ != "column_scaled":  # only its own curve is drawn
+            curves.pop("ColumnScaledMeanEstimator")
         point = (None if sd is None else
                  (f"this fit ({est.method_})", float(np.sqrt(np.sum(sd ** 2)))))
         result["png"] = plot_curves(

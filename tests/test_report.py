@@ -14,8 +14,7 @@ from skuserdp._report import (
     is_missing_cell, load_cells, name_features, parse_bounds, parse_fill,
     parse_numbers, read_codebook, read_csv_cells, resolve_fill, run_report,
     select_columns, user_table)
-from skuserdp.mean import plan_clip_noise
-from skuserdp.privacy import ApproxDP
+from skuserdp.mean._column_scaled import choose_column_noise, plan_column_scaled
 
 mpimg = pytest.importorskip("matplotlib.image")
 
@@ -46,10 +45,11 @@ def test_command_line_prints_the_estimate_and_writes_a_png(tmp_path):
     assert "age" in run.stdout and "weight" in run.stdout
     image = mpimg.imread(png)
     assert image.shape[:2] == (450, 700)
-    # non-empty axes: the two curves' default colours (C0 blue, C1 orange)
-    # cover many pixels, and the star of the fit itself is drawn
+    # non-empty axes: the fit's estimator's curve (C0 blue, drawn on top of
+    # the per-column Laplace peer's, which it equals at 2 columns) and the
+    # joint Gaussian's (C2 green) cover many pixels
     rgb = image[..., :3]
-    for colour in ((0.12, 0.47, 0.71), (1.0, 0.5, 0.05)):
+    for colour in ((0.12, 0.47, 0.71), (0.17, 0.63, 0.17)):
         near = np.all(np.abs(rgb - colour) < 0.08, axis=-1)
         assert near.sum() > 200, colour
 
@@ -75,13 +75,32 @@ def test_report_values_come_from_the_fit_and_the_public_plans(tmp_path):
     lower, upper = est.bounds_
     curves = expected_error_curves(1500, lower, upper, 1e-6)
     half = (upper - lower) / 2
-    plan = plan_clip_noise(1500, 2, budget=ApproxDP(float(CURVE_EPSILONS[0]), 1e-6),
-                           radius=float(np.linalg.norm(half)))
-    assert curves["ClipNoiseMeanEstimator"][0] == np.sqrt(2 * plan.noise_variance)
+    # the estimator the fit used (issue 28: the report plots it, not others)
+    assert est.method_ == "column_scaled"
+    eps0 = float(CURVE_EPSILONS[0])
+    _, plan = choose_column_noise(1500, 2, eps0, 1e-6)
+    assert curves["ColumnScaledMeanEstimator"][0] == pytest.approx(
+        np.linalg.norm(half) * np.sqrt(plan.noise_variance), rel=1e-12)
+    # the peer: Laplace with eps/d per column of the box, sd √2·w·d/(n·eps)
+    peer = curves["per-column Laplace (peer)"][0]
+    assert peer == pytest.approx(np.linalg.norm(np.sqrt(2) * 2 * half * 2
+                                                / (1500 * eps0)), rel=1e-3)
+    assert curves["ColumnScaledMeanEstimator"][0] <= peer * (1 + 1e-12)
     for values in curves.values():
         assert np.all(np.diff(values) < 0)  # more epsilon, less noise
-    np.testing.assert_array_equal(res["curves"]["ClipNoiseMeanEstimator"],
-                                  curves["ClipNoiseMeanEstimator"])
+    np.testing.assert_array_equal(res["curves"]["ColumnScaledMeanEstimator"],
+                                  curves["ColumnScaledMeanEstimator"])
+    # this fit's noise is its estimator's plan at epsilon 1 (with the
+    # clipped-users check, informative at 1500 users x 2: 95 % of epsilon)
+    plan1 = plan_column_scaled(1500, 2, 1.0, 1e-6)
+    assert plan1.check is not None
+    np.testing.assert_allclose(est.noise_std_,
+                               half * np.sqrt(plan1.release.noise_variance),
+                               rtol=1e-12)
+    assert est.estimator_.clipped_users_.shape == (2,)
+    text = (tmp_path / "log.txt").read_text()
+    assert "privacy noise only" in text and "clipping bias" in text
+    assert "users outside box" in text
 
 
 # --- real CSVs (issue 26): text columns, missing cells, missing ids, ragged

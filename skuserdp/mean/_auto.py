@@ -164,7 +164,7 @@ def choose_mean_method(n_users, n_features, epsilon, delta, *, bounds=None,
                 radius, bound, n_features):
             return "clip_noise", "pure DP with a declared clipping ball"
         if bound is not None:
-            return "column_scaled", "pure DP with a box: " + COLUMN_SCALED_REASON
+            return "column_scaled", "a box: " + COLUMN_SCALED_REASON
         raise ValueError("with delta=0, declare bounds= (or radius= with center=): "
                          "the few-users and CoinPress estimators need delta > 0.")
     ratio = coinpress_shrink_ratio(n_users, n_features, epsilon, delta)
@@ -181,7 +181,7 @@ def choose_mean_method(n_users, n_features, epsilon, delta, *, bounds=None,
             radius, bound, n_features):
         return "clip_noise", (size + "; the declared clipping ball is smaller than "
                               "the box in every column")
-    return "column_scaled", size + "; a box: " + COLUMN_SCALED_REASON
+    return "column_scaled", "a box: " + COLUMN_SCALED_REASON
 
 
 #: why a box leads to :class:`ColumnScaledMeanEstimator`
