@@ -26,6 +26,7 @@ __all__ = [
     "lattice_contribution_radius",
     "lattice_widened_sensitivity",
     "linf_ball_l2_radius",
+    "replace_one_histogram_sensitivity",
 ]
 
 NORMS = ("l1", "l2", "linf")
@@ -174,3 +175,39 @@ def linf_ball_l2_radius(radius, dim):
     6.0
     """
     return _nonneg("radius", radius) * _rounding_term(dim, "l2")
+
+
+def replace_one_histogram_sensitivity(n_histograms, norm):
+    """Sensitivity of ``k`` histograms in which every user lies in one cell each.
+
+    Each of the ``k`` histograms (e.g. one per column) puts every user in
+    exactly one of its cells. Replacing one user (user level, number of users
+    public) removes one unit from one cell and adds one unit to another, in
+    every histogram at once: the vector of all counts moves by at most ``2``
+    per histogram in ℓ1 (``2k``), ``√2`` per histogram in ℓ2 (``√(2k)``) and
+    ``1`` in ℓ∞. Under add/remove the ℓ1 and ℓ2 values would be ``k`` and
+    ``√k``; they do not apply here.
+
+    Parameters
+    ----------
+    n_histograms : int
+        Number of histograms released together, ``>= 1``.
+    norm : {"l1", "l2", "linf"}
+        The norm of the sensitivity.
+
+    Returns
+    -------
+    sensitivity : float
+        ``2k`` (ℓ1), ``√(2k)`` (ℓ2) or ``1`` (ℓ∞).
+
+    Examples
+    --------
+    >>> from skuserdp.privacy import replace_one_histogram_sensitivity
+    >>> replace_one_histogram_sensitivity(10, "l1")
+    20.0
+    >>> replace_one_histogram_sensitivity(8, "l2")
+    4.0
+    """
+    _check_norm(norm)
+    k = _check_count("n_histograms", n_histograms)
+    return {"l1": 2.0 * k, "l2": math.sqrt(2.0 * k), "linf": 1.0}[norm]
