@@ -93,7 +93,8 @@ from ..privacy import (
     replace_one_histogram_sensitivity,
 )
 from ..utils._random import make_seed_sequence
-from ._additive import add_noise, calibrate_discrete_gaussian_rho, calibrate_discrete_laplace
+from ._additive import (add_noise, calibrate_discrete_gaussian_rho,
+                        calibrate_discrete_laplace)
 
 __all__ = ["LogRangesPlan", "LogRanges", "plan_log_ranges", "log_ranges_from_plan"]
 
