@@ -159,6 +159,11 @@ BOX_PARAMS_DOC = """\
         from the number of users and columns (public): 0.05 to 0.5."""
 
 
+#: extra octaves of a learned box (:func:`skuserdp.mechanisms.plan_log_ranges`):
+#: it is learned from the users' means but clips their rows, which spread more
+ROW_BOX_MARGIN = 1
+
+
 def in_memory_user_columns(X, y, codes, n_users):
     """``user_columns`` of :meth:`_UserDPLinearModel._public_scale` for
     in-memory rows: the per-user means of the features (``auto_x``) and of
@@ -305,7 +310,9 @@ class _UserDPLinearModel(UserLevelMixin, BaseEstimator):
             type(self).__name__, user_columns(auto_x, auto_y), epsilon=self.epsilon,
             delta=self.delta, share=self.bounds_share, zcdp=self._zcdp_accounting(),
             random_state=fit_random_state(self.random_state),
-            feature_names=columns + (["y"] if auto_y else []))
+            feature_names=columns + (["y"] if auto_y else []),
+            # rows, not user means, are clipped to it: one octave more
+            margin=ROW_BOX_MARGIN)
         if auto_x:
             lower, upper = lo[:p], hi[:p]
         if auto_y:

@@ -47,29 +47,33 @@ each side of an origin ``c``, and one zero cell ``{x = c}``:
   their noisy counts (``outside_lower``, ``outside_upper``) estimate how
   many users the declared box cuts. 123 cells per column.
 
-**Edges** (top-bin rule, then two measured changes). On each side of the
-origin, the outermost *kept* magnitude ``2^o`` gives the edge
-``c ± h·2^(o + MARGIN)``:
+**Edges** (ApproxBounds' top-bin rule, plus three measured changes; all
+post-processing of the noisy counts). On each side of the origin the edge
+is the outer edge ``c ± h·2^o`` of the outermost *kept* magnitude, where
 
 * a magnitude is kept on a side when its cell there is kept, or on *both*
   sides when neither of its two cells is kept but their summed noisy counts
   reach ``merged_threshold`` (a column spread across the origin, e.g. user
   means N(0.1, 0.5²), has too few users in every signed cell; half of β is
   spent on each family of tests);
-* ``MARGIN = 1`` octave beyond the outer edge of the outermost kept cell:
-  the top-bin rule alone leaves up to about ``threshold`` users in each cell
-  beyond it (hundreds at n = 1,000, d = 10), a clipping bias that swamps the
-  noise; one octave more covers most of them for at most twice the width;
-* a side with no kept magnitude ends at the origin (ApproxBounds' rule, the
-  inner edge of the innermost kept cell of the other side, clipped every
-  user on the empty-looking side whenever that side was merely spread thin:
-  mean coverage 0.72 instead of 0.51 on T-M1's columns at n = 1,000, and at
-  most a factor 2 in width on one-signed columns); the zero cell counts as
-  the origin.
+* **extension**: the box reaches one cell further out (and, for the inner
+  edge below, one cell further in) when that neighbour's noisy count
+  reaches the lenient ``extend_threshold`` (probability ``EXTEND_BETA =
+  0.2`` of a false extension somewhere, which at most doubles one side):
+  the top-bin rule alone leaves up to about ``threshold`` users in the cell
+  beyond it (hundreds at n = 1,000, d = 10), a clipping bias that swamps
+  the noise;
+* a side with no kept magnitude **mirrors** the other side's edge when its
+  noisy counts over the other side's top ``MIRROR_OCTAVES = 8`` magnitudes
+  sum to ``mirror_threshold`` (``MIRROR_BETA = 0.02``: a false
+  mirror at most doubles the width, a missed one clips that whole side);
+  otherwise it ends at the inner edge of the other side's innermost kept
+  cell (ApproxBounds' rule: all data on one side), or at the origin when the
+  zero cell or the innermost magnitude is kept.
 
-``benchmarks/bench_ranges.py`` and the ``real_data_means`` notes record the
-measurements. Without a window the edges stay within ``±2^256``. With a
-window the box is intersected with the declared one, a kept overflow cell
+``margin`` (default 0) adds octaves on both sides for boxes that clip rows
+rather than user means (the linear models ask for 1). Without a window the
+edges stay within ``±2^256``. With a window the box is intersected with the declared one, a kept overflow cell
 keeps the declared edge, and a column with no kept cell keeps the declared
 box; without a window such a column is reported in ``missing`` (the caller
 refuses).
@@ -104,8 +108,15 @@ BETA = 1e-3
 _FREE_EXPONENTS = (-255, 256)
 #: outer exponents of the magnitude bins inside a window: h·2^-60 .. h
 _WINDOW_EXPONENTS = (-59, 0)
-#: octaves the box reaches beyond the outer edge of the outermost kept cell
-MARGIN = 1
+#: probability that some empty cell next to a kept one extends the box (four
+#: tests per column: a false extension at most doubles one side's reach)
+EXTEND_BETA = 0.2
+#: magnitudes summed by the mirror test of a side with no kept cell
+MIRROR_OCTAVES = 8
+#: probability that some empty side is mirrored: a false mirror at most
+#: doubles one column's width (a missed one clips that whole side), so the
+#: test is lenient
+MIRROR_BETA = 0.02
 #: noise standard deviations above the threshold for ``n_min``
 _N_MIN_Z = 2.0
 
@@ -139,8 +150,15 @@ class LogRangesPlan:
     merged_threshold : int
         A magnitude whose two cells (either side of the origin) are not kept
         is kept on both sides iff their summed noisy counts reach this.
+    mirror_threshold, mirror_octaves : int
+        A side with no kept magnitude mirrors the other side's edge iff its
+        noisy counts over the other side's top ``mirror_octaves``
+        magnitudes sum to at least ``mirror_threshold``.
+    extend_threshold : int
+        The box reaches one more cell beyond the outermost (and inside the
+        innermost) kept cell when that cell's noisy count reaches this.
     margin : int
-        Octaves added beyond the outermost kept cell (``MARGIN``).
+        Extra octaves on both sides.
     beta : float
         Probability that some empty cell is kept.
     n_min : int
@@ -148,6 +166,14 @@ class LogRangesPlan:
     loss : ZCDP or PureDP
         The loss of the release (from the noise actually used), within the
         budget.
+
+    Examples
+    --------
+    >>> from skuserdp.mechanisms import plan_log_ranges
+    >>> from skuserdp.privacy import PureDP
+    >>> plan = plan_log_ranges(300, 2, budget=PureDP(0.5))
+    >>> plan.cells_per_feature, plan.sensitivity, plan.loss.epsilon <= 0.5
+    (1025, 4.0, True)
     """
 
     n_users: int
@@ -161,6 +187,9 @@ class LogRangesPlan:
     count_std: float
     threshold: int
     merged_threshold: int
+    mirror_threshold: int
+    mirror_octaves: int
+    extend_threshold: int
     margin: int
     beta: float
     n_min: int
@@ -194,6 +223,17 @@ class LogRanges:
         Standard deviation (bound) of one noisy count.
     loss : ZCDP or PureDP
         Privacy loss of the release.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skuserdp.mechanisms import plan_log_ranges, log_ranges_from_plan
+    >>> from skuserdp.privacy import ZCDP
+    >>> U = np.random.default_rng(0).normal(0.0, 1.0, size=(2000, 1))
+    >>> plan = plan_log_ranges(2000, 1, budget=ZCDP(0.05), window=(-1.0, 10.0))
+    >>> res = log_ranges_from_plan(U, plan, random_state=0)
+    >>> res.upper.tolist(), bool(abs(res.outside_lower[0] - (U < -1).sum()) < 40)
+    ([3.125], True)
     """
 
     lower: np.ndarray
@@ -214,7 +254,8 @@ def _check_window(window, d):
     return lo, hi
 
 
-def plan_log_ranges(n_users, n_features, *, budget, window=None, beta=BETA):
+def plan_log_ranges(n_users, n_features, *, budget, window=None, beta=BETA,
+                    margin=0):
     """Public plan of the joint log2-histogram range release.
 
     Parameters
@@ -231,6 +272,10 @@ def plan_log_ranges(n_users, n_features, *, budget, window=None, beta=BETA):
         None covers ``±2^256`` around 0.
     beta : float, default=1e-3
         Probability that some empty cell is kept, in ``(0, 1)``.
+    margin : int, default=0
+        Extra octaves added on both sides (outer edges times ``2^margin``
+        from the origin, inner edges divided by it), ``>= 0``: for a box
+        applied to rows rather than to user means (the linear models).
 
     Returns
     -------
@@ -246,6 +291,9 @@ def plan_log_ranges(n_users, n_features, *, budget, window=None, beta=BETA):
     """
     n = int(n_users)
     d = int(n_features)
+    margin = int(margin)
+    if margin < 0:
+        raise ValueError(f"margin must be >= 0, got {margin}.")
     if n < 1 or d < 1:
         raise ValueError(f"n_users and n_features must be >= 1, got {n}, {d}.")
     if window is None:
@@ -269,16 +317,22 @@ def plan_log_ranges(n_users, n_features, *, budget, window=None, beta=BETA):
     else:
         raise TypeError(f"budget must be ZCDP or PureDP, got {budget!r}.")
     scale = math.sqrt(noise.sigma2) if kind == "gaussian" else float(noise.scale)
-    # half of beta for the signed cells, half for the merged magnitudes
+    # half of beta each for the signed cells and the merged magnitudes; the
+    # mirror tests (two per column) at their own MIRROR_BETA
     threshold = histogram_pass_threshold(scale, n_cells, beta / 2, kind=kind)
+    extend = histogram_pass_threshold(scale, 4 * d, EXTEND_BETA, kind=kind)
     merged = histogram_pass_threshold(scale, d * exponents.size, beta / 2, kind=kind,
                                       n_summed=2)
+    mirror = histogram_pass_threshold(scale, 2 * d, MIRROR_BETA, kind=kind,
+                                      n_summed=MIRROR_OCTAVES)
     std = noise.std
     return LogRangesPlan(
         n_users=n, n_features=d, window=window, exponents=exponents,
         cells_per_feature=per, n_cells=n_cells, sensitivity=sensitivity,
         noise=noise, count_std=std, threshold=threshold, merged_threshold=merged,
-        margin=MARGIN, beta=float(beta),
+        mirror_threshold=mirror, mirror_octaves=MIRROR_OCTAVES,
+        extend_threshold=extend, margin=margin,
+        beta=float(beta),
         n_min=math.ceil(threshold + _N_MIN_Z * std), loss=noise.privacy(sensitivity))
 
 
@@ -311,9 +365,54 @@ def _cell_indices(U, plan, lo, hi):
     return idx.astype(np.intp)
 
 
+def _last(mask):
+    """Index of the last True of every row (0 where none)."""
+    return mask.shape[1] - 1 - np.argmax(mask[:, ::-1], axis=1)
+
+
+def _extended(kept, counts, plan):
+    """Outermost and innermost kept index per row, each moved one cell out
+    (in) when that neighbour reaches ``plan.extend_threshold``."""
+    k = kept.shape[1]
+    rows = np.arange(kept.shape[0])
+    top = _last(kept)
+    up = np.minimum(top + 1, k - 1)
+    top = np.where((top + 1 < k) & (counts[rows, up] >= plan.extend_threshold), up, top)
+    first = np.argmax(kept, axis=1)
+    down = np.maximum(first - 1, 0)
+    first = np.where((first > 0) & (counts[rows, down] >= plan.extend_threshold),
+                     down, first)
+    return top, first
+
+
+def _side(kept, counts, other_kept, other_counts, plan, kz, outer):
+    """Offset (from the origin, signed as this side) of one side's edge.
+
+    ``kept``/``counts``: this side's kept magnitudes and noisy counts
+    (innermost first); ``other_*``: the other side's.
+    """
+    has, has_other = kept.any(axis=1), other_kept.any(axis=1)
+    top, _ = _extended(kept, counts, plan)
+    other_top, other_first = _extended(other_kept, other_counts, plan)
+    # nothing kept here: mirror the other side when this side's cells over
+    # the other's top MIRROR_OCTAVES magnitudes hold enough users together
+    cum = np.concatenate([np.zeros((counts.shape[0], 1), np.int64),
+                          np.cumsum(counts, axis=1)], axis=1)
+    rows = np.arange(counts.shape[0])
+    lo_idx = np.maximum(other_top + 1 - plan.mirror_octaves, 0)
+    mirror = has_other & (cum[rows, other_top + 1] - cum[rows, lo_idx]
+                          >= plan.mirror_threshold)
+    # else the inner edge of the other side's innermost kept cell (negative:
+    # it lies on the other side), or the origin (zero cell kept, innermost
+    # cell, nothing kept)
+    inner = np.concatenate([[0.0], outer[:-1]]) * 0.25 ** plan.margin
+    inward = np.where(kz | ~has_other, 0.0, -inner[other_first])
+    return np.where(has, outer[top], np.where(mirror, outer[other_top], inward))
+
+
 def _edges(noisy, plan, lo, hi):
     """The released box from the noisy counts (module docstring: top-bin rule,
-    merged magnitudes, origin rule, margin); post-processing only."""
+    merged magnitudes, mirrored sides, extension); post-processing only."""
     d, per = noisy.shape
     k = plan.exponents.size
     off = 0 if lo is None else 1
@@ -324,24 +423,22 @@ def _edges(noisy, plan, lo, hi):
     kp, kn = pos >= plan.threshold, neg >= plan.threshold
     km = (pos + neg >= plan.merged_threshold) & ~kp & ~kn
     kz = noisy[:, z] >= plan.threshold
-    up_cells, down_cells = kp | km, kn | km
-    has_up, has_down = up_cells.any(axis=1), down_cells.any(axis=1)
-    top_up = k - 1 - np.argmax(up_cells[:, ::-1], axis=1)
-    top_down = k - 1 - np.argmax(down_cells[:, ::-1], axis=1)
-    reach = np.ldexp(1.0, np.minimum(plan.exponents + plan.margin,
-                                     _FREE_EXPONENTS[1]))
+    outer = np.ldexp(1.0, np.minimum(plan.exponents + plan.margin,
+                                     _FREE_EXPONENTS[1] if lo is None else 60))
+    up = _side(kp | km, pos, kn | km, neg, plan, kz, outer)
+    down = _side(kn | km, neg, kp | km, pos, plan, kz, outer)
     if lo is None:
         c, h = np.zeros(d), np.ones(d)
         over_lo = over_hi = np.zeros(d, dtype=bool)
     else:
         c, h = 0.5 * lo + 0.5 * hi, 0.5 * hi - 0.5 * lo
         over_lo, over_hi = noisy[:, 0] >= plan.threshold, noisy[:, -1] >= plan.threshold
-    upper = np.where(has_up, c + h * reach[top_up], c)
-    lower = np.where(has_down, c - h * reach[top_down], c)
-    any_kept = has_up | has_down | kz | over_lo | over_hi
+    upper, lower = c + h * up, c - h * down
+    any_kept = (kp | kn | km).any(axis=1) | kz | over_lo | over_hi
     if lo is None:
         return (np.where(any_kept, lower, np.nan), np.where(any_kept, upper, np.nan),
                 ~any_kept)
+    # an overflow cell kept on one side only: the box reaches the declared edge
     upper = np.where(over_hi, hi, np.minimum(upper, hi))
     lower = np.where(over_lo, lo, np.maximum(lower, lo))
     return (np.where(any_kept, lower, lo), np.where(any_kept, upper, hi),
@@ -383,7 +480,7 @@ def log_ranges_from_plan(U, plan, *, window=None, random_state=None):
     >>> plan = plan_log_ranges(1000, 2, budget=ZCDP(0.01))
     >>> res = log_ranges_from_plan(U, plan, random_state=0)
     >>> res.lower.tolist(), res.upper.tolist()
-    ([0.0, -1024.0], [2.0, 0.0])
+    ([0.125, -512.0], [1.0, -256.0])
     """
     V = np.asarray(U, dtype=np.float64)
     if V.ndim != 2 or V.shape != (plan.n_users, plan.n_features):

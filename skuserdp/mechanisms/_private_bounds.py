@@ -566,7 +566,7 @@ def _budget_text(budget):
 
 
 def learn_box(name, U, budget, random_state, stacklevel=5, feature_names=None,
-              total_epsilon=None):
+              total_epsilon=None, margin=0):
     """``bounds="auto"``: the private box of the columns of ``U`` (one row per
     user), with the refusals and warnings a user needs.
 
@@ -598,6 +598,8 @@ def learn_box(name, U, budget, random_state, stacklevel=5, feature_names=None,
         One name per column of ``U``, for the messages.
     total_epsilon : float, default=None
         The whole fit's ε, for the messages.
+    margin : int, default=0
+        Extra octaves on both sides (:func:`plan_log_ranges`).
 
     Returns
     -------
@@ -612,19 +614,19 @@ def learn_box(name, U, budget, random_state, stacklevel=5, feature_names=None,
     >>> U = np.random.default_rng(0).normal(5.0, 1.0, size=(2000, 1))
     >>> lower, upper = learn_box("demo", U, ZCDP(0.01), random_state=0)
     >>> lower.tolist(), upper.tolist()
-    ([0.0], [16.0])
+    ([1.0], [8.0])
     """
     return _learn_box(name, U, budget, random_state, stacklevel + 1, feature_names,
-                      total_epsilon)[:2]
+                      total_epsilon, margin)[:2]
 
 
 def _learn_box(name, U, budget, random_state, stacklevel, feature_names,
-               total_epsilon):
+               total_epsilon, margin):
     """:func:`learn_box`, also returning the loss of the release."""
     if not isinstance(budget, (ZCDP, PureDP)):
         budget = PureDP(float(budget))
     n, d = U.shape
-    plan = plan_log_ranges(n, d, budget=budget)
+    plan = plan_log_ranges(n, d, budget=budget, margin=margin)
     eps_text = "" if total_epsilon is None else f"epsilon {float(total_epsilon):.3g}, "
     advice = (
         "Declare bounds=(lower, upper) (and target_bounds for a regressor) in "
@@ -706,7 +708,7 @@ def default_bounds_share(n_users, n_features, *, epsilon, delta, zcdp,
 
 
 def learn_box_for_fit(name, U, *, epsilon, delta, share, zcdp, random_state,
-                      approx=False, feature_names=None, stacklevel=5):
+                      approx=False, feature_names=None, stacklevel=5, margin=0):
     """``bounds="auto"`` of one fit: a share of its budget, the learned box, and
     what is left for the estimator's own release.
 
@@ -739,6 +741,9 @@ def learn_box_for_fit(name, U, *, epsilon, delta, share, zcdp, random_state,
         One name per column of ``U``, for the messages.
     stacklevel : int, default=5
         Of the warnings, counted from the caller's frame.
+    margin : int, default=0
+        Extra octaves on both sides (:func:`plan_log_ranges`; the linear
+        models clip rows, not user means, to the box and ask for 1).
 
     Returns
     -------
@@ -759,8 +764,8 @@ def learn_box_for_fit(name, U, *, epsilon, delta, share, zcdp, random_state,
     >>> lower, upper, loss, eps, delta, _ = learn_box_for_fit(
     ...     "demo", U, epsilon=1.0, delta=0.0, share=None, zcdp=False,
     ...     random_state=0)
-    >>> loss.epsilon <= 0.3, round(eps, 6)
-    (True, 0.7)
+    >>> loss.epsilon <= 0.2, round(eps, 6)
+    (True, 0.8)
     """
     if share is None:
         share = default_bounds_share(U.shape[0], U.shape[1], epsilon=epsilon,
@@ -769,5 +774,5 @@ def learn_box_for_fit(name, U, *, epsilon, delta, share, zcdp, random_state,
         epsilon, delta, share, zcdp=zcdp, approx=approx)
     seed_box, rest_seed = make_seed_sequence(random_state).spawn(2)
     lower, upper, loss = _learn_box(name, U, budget, seed_box, stacklevel + 1,
-                                    feature_names, epsilon)
+                                    feature_names, epsilon, margin)
     return lower, upper, loss, rest_epsilon, rest_delta, rest_seed
