@@ -73,10 +73,10 @@ is the outer edge ``c ± h·2^o`` of the outermost *kept* magnitude, where
 
 ``margin`` (default 0) adds octaves on both sides for boxes that clip rows
 rather than user means (the linear models ask for 1). Without a window the
-edges stay within ``±2^256``. With a window the box is intersected with the declared one, a kept overflow cell
-keeps the declared edge, and a column with no kept cell keeps the declared
-box; without a window such a column is reported in ``missing`` (the caller
-refuses).
+edges stay within ``±2^256``. With a window the box is intersected with
+the declared one, a kept overflow cell keeps the declared edge, and a
+column with no kept cell keeps the declared box; without a window such a
+column is reported in ``missing`` (the caller refuses).
 
 The public plan (:func:`plan_log_ranges`) gives ``n_min``, the users needed
 for even a single cell holding every user to be kept with probability

@@ -17,8 +17,13 @@ from scipy.special import ndtri
 from scipy.stats import binom
 
 from skuserdp.exceptions import AccuracyWarning
-from skuserdp.mechanisms import (calibrate_discrete_laplace, learn_box, learn_box_for_fit,
-                                 log_ranges_from_plan, plan_log_ranges)
+from skuserdp.mechanisms import (
+    calibrate_discrete_laplace,
+    learn_box,
+    learn_box_for_fit,
+    log_ranges_from_plan,
+    plan_log_ranges,
+)
 from skuserdp.mechanisms._private_bounds import default_bounds_share
 from skuserdp.privacy import (
     ZCDP,
@@ -136,7 +141,8 @@ def _audit_samples(plan, runs, seed):
     for data, shift in ((d_top, 0), (d_bottom, 1)):
         vals = np.empty(runs)
         for r in range(runs):
-            c = log_ranges_from_plan(data, plan, random_state=np.random.SeedSequence([seed, shift, r])).counts
+            seed_r = np.random.SeedSequence([seed, shift, r])
+            c = log_ranges_from_plan(data, plan, random_state=seed_r).counts
             vals[r] = c[0, top] - c[0, bottom]
         out.append(vals)
     return out
