@@ -69,7 +69,11 @@ is the outer edge ``c ± h·2^o`` of the outermost *kept* magnitude, where
   mirror at most doubles the width, a missed one clips that whole side);
   otherwise it ends at the inner edge of the other side's innermost kept
   cell (ApproxBounds' rule: all data on one side), or at the origin when the
-  zero cell or the innermost magnitude is kept.
+  zero cell or the innermost magnitude is kept, or when the other side's
+  kept cells span at least ``ORIGIN_OCTAVES = 3`` octaves (skewed data:
+  the inner edge clipped the low tail of lognormal columns, at most 1/7
+  more width). Narrow one-signed data (e.g. 2020 ± 1) keeps the inner
+  edge, so its box does not contain 0.
 
 ``margin`` (default 0) adds octaves on both sides for boxes that clip rows
 rather than user means (the linear models ask for 1). Without a window the
@@ -111,6 +115,9 @@ _WINDOW_EXPONENTS = (-59, 0)
 #: probability that some empty cell next to a kept one extends the box (four
 #: tests per column: a false extension at most doubles one side's reach)
 EXTEND_BETA = 0.2
+#: a side with no kept cell ends at the origin (not at the other side's inner
+#: edge) when the other side's kept cells span at least this many octaves
+ORIGIN_OCTAVES = 3
 #: magnitudes summed by the mirror test of a side with no kept cell
 MIRROR_OCTAVES = 8
 #: probability that some empty side is mirrored: a false mirror at most
@@ -406,7 +413,11 @@ def _side(kept, counts, other_kept, other_counts, plan, kz, outer):
     # it lies on the other side), or the origin (zero cell kept, innermost
     # cell, nothing kept)
     inner = np.concatenate([[0.0], outer[:-1]]) * 0.25 ** plan.margin
-    inward = np.where(kz | ~has_other, 0.0, -inner[other_first])
+    # ... or the origin when the other side's kept span is wide (at least
+    # ORIGIN_OCTAVES octaves: skewed data, whose low tail the inner edge would
+    # clip, for at most 1/7 more width)
+    wide = outer[other_top] >= np.ldexp(inner[other_first], ORIGIN_OCTAVES)
+    inward = np.where(kz | ~has_other | wide, 0.0, -inner[other_first])
     return np.where(has, outer[top], np.where(mirror, outer[other_top], inward))
 
 
@@ -480,7 +491,7 @@ def log_ranges_from_plan(U, plan, *, window=None, random_state=None):
     >>> plan = plan_log_ranges(1000, 2, budget=ZCDP(0.01))
     >>> res = log_ranges_from_plan(U, plan, random_state=0)
     >>> res.lower.tolist(), res.upper.tolist()
-    ([0.125, -512.0], [1.0, -256.0])
+    ([0.0, -512.0], [1.0, -256.0])
     """
     V = np.asarray(U, dtype=np.float64)
     if V.ndim != 2 or V.shape != (plan.n_users, plan.n_features):

@@ -614,7 +614,7 @@ def learn_box(name, U, budget, random_state, stacklevel=5, feature_names=None,
     >>> U = np.random.default_rng(0).normal(5.0, 1.0, size=(2000, 1))
     >>> lower, upper = learn_box("demo", U, ZCDP(0.01), random_state=0)
     >>> lower.tolist(), upper.tolist()
-    ([1.0], [8.0])
+    ([0.0], [8.0])
     """
     return _learn_box(name, U, budget, random_state, stacklevel + 1, feature_names,
                       total_epsilon, margin)[:2]
