@@ -1,9 +1,9 @@
-"""Users needed by ``bounds="auto"``: the joint log2 histogram vs the former EM route (issue 28).
+"""Users needed by ``bounds="auto"``: joint log2 histogram vs the EM route (issue 28).
 
 Run from the repository root::
 
-    python benchmarks/bench_ranges.py           # 200 runs per size, ~5 min
-    python benchmarks/bench_ranges.py --quick   # 40 runs per size
+    python benchmarks/bench_ranges.py --runs 100  # ~4 min (recorded results)
+    python benchmarks/bench_ranges.py --quick     # 40 runs per size
 
 Data (spec ``real_data_means.md`` §3.6): 10 lognormal columns of user means,
 ``σ_ln = 1``, medians spread over ``1e-3 … 1e6`` (one row per user), ε = 1,
@@ -78,8 +78,8 @@ def log2_box(U, seed):
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", AccuracyWarning)
-            lo, hi = learn_box_for_fit("bench", U, epsilon=EPS, delta=DELTA, share=None,
-                                       zcdp=True, random_state=seed)[:2]
+            lo, hi = learn_box_for_fit("bench", U, epsilon=EPS, delta=DELTA,
+                                       share=None, zcdp=True, random_state=seed)[:2]
     except ValueError:
         return None
     return lo, hi
@@ -92,7 +92,8 @@ def score(U, box):
     med = np.median(U, axis=0)
     q10, q90 = np.quantile(U, [0.1, 0.9], axis=0)
     big = 4 * np.abs(U).max(axis=0)
-    sane = bool(np.all((lo <= med) & (med <= hi) & (np.maximum(abs(lo), abs(hi)) <= big)))
+    sane = bool(np.all((lo <= med) & (med <= hi)
+                       & (np.maximum(abs(lo), abs(hi)) <= big)))
     useful = sane and bool(np.all((lo <= q10) & (hi >= q90)))
     return sane, useful, float(((U >= lo) & (U <= hi)).mean())
 
@@ -100,7 +101,8 @@ def score(U, box):
 def main(argv=None):
     args = parse_args(argv)
     rows = []
-    print(f"{'n':>6} {'route':>5} {'share':>5} {'sane':>5} {'useful':>6} {'coverage':>8}")
+    print(f"{'n':>6} {'route':>5} {'share':>5} {'sane':>5} {'useful':>6} "
+          f"{'coverage':>8}")
     for n in SIZES:
         share_log2 = default_bounds_share(n, D, epsilon=EPS, delta=DELTA, zcdp=True)
         for route in ("em", "em30", "log2"):
