@@ -372,6 +372,47 @@ def _cell_indices(U, plan, lo, hi):
     return idx.astype(np.intp)
 
 
+#: rows per block of the counting pass (a few hundred kB per temporary)
+_BLOCK_ROWS = 4096
+_MANTISSA = np.uint64((1 << 52) - 1)
+_MAGNITUDE = np.uint64((1 << 63) - 1)
+
+
+def _free_cell_indices(block, plan):
+    """:func:`_cell_indices` without a window, from the float64 bit patterns:
+    the biased exponent ``e`` and whether the mantissa is nonzero give the
+    outer exponent ``o = e - 1023 + (mantissa != 0)`` of ``(2^(o-1), 2^o]``
+    (subnormals fall below the grid and are clamped into its first bin)."""
+    e_lo, e_hi = int(plan.exponents[0]), int(plan.exponents[-1])
+    k = plan.exponents.size
+    mag = np.ascontiguousarray(block).view(np.uint64) & _MAGNITUDE
+    o = (mag >> np.uint64(52)).astype(np.intp)
+    o += (mag & _MANTISSA) != 0
+    o -= 1023 + e_lo
+    np.clip(o, 0, e_hi - e_lo, out=o)
+    idx = np.where(np.signbit(block), k - 1 - o, k + 1 + o)
+    idx[mag == 0] = k
+    return idx
+
+
+def _exact_counts(V, plan, lo, hi):
+    """Exact cell counts (int64, all columns flattened), block by block; also
+    refuses non-finite values."""
+    n, d = V.shape
+    per = plan.cells_per_feature
+    offsets = np.arange(d, dtype=np.intp) * per
+    total = np.zeros(d * per, dtype=np.int64)
+    for start in range(0, n, _BLOCK_ROWS):
+        block = V[start:start + _BLOCK_ROWS]
+        if not np.isfinite(block).all():
+            raise ValueError("values must be finite.")
+        idx = (_free_cell_indices(block, plan) if lo is None
+               else _cell_indices(block, plan, lo, hi))
+        idx += offsets
+        total += np.bincount(idx.ravel(), minlength=d * per)
+    return total
+
+
 def _last(mask):
     """Index of the last True of every row (0 where none)."""
     return mask.shape[1] - 1 - np.argmax(mask[:, ::-1], axis=1)
@@ -497,8 +538,6 @@ def log_ranges_from_plan(U, plan, *, window=None, random_state=None):
     if V.ndim != 2 or V.shape != (plan.n_users, plan.n_features):
         raise ValueError(f"U must have shape ({plan.n_users}, {plan.n_features}), "
                          f"got {np.shape(U)}.")
-    if not np.isfinite(V).all():
-        raise ValueError("values must be finite.")
     if window is not None and plan.window is None:
         raise ValueError("the plan was made without a window: plan with one.")
     window = plan.window if window is None else window
@@ -507,8 +546,7 @@ def log_ranges_from_plan(U, plan, *, window=None, random_state=None):
         lo, hi = _check_window(window, plan.n_features)
     n, d = V.shape
     per = plan.cells_per_feature
-    idx = _cell_indices(V, plan, lo, hi) + np.arange(d, dtype=np.intp) * per
-    exact = np.bincount(idx.ravel(), minlength=d * per).astype(np.int64)
+    exact = _exact_counts(V, plan, lo, hi)
     seed = make_seed_sequence(random_state)
     noisy = add_noise(exact, plan.noise, seed).reshape(d, per)
     lower, upper, missing = _edges(noisy, plan, lo, hi)
