@@ -3,7 +3,7 @@
 One vocabulary for the public domain. ``bounds=(lower, upper)``
 per feature of ``X`` and, for regressors, ``target_bounds=(lower, upper)``,
 in the units of the data; ``"auto"`` learns the box privately at user level
-(:func:`skuserdp.mechanisms.private_bounds` on the users' means, charged to
+(:func:`skuserdp.mechanisms.learn_box_for_fit` on the users' means, charged to
 the fit). Rows and targets are then clipped to their boxes and mapped to
 ``[-1, 1]`` per coordinate (``z = (x − mid)/half``): a per-row, hence
 per-user, operation. The optimisation runs on ``z`` (rows of ℓ2 norm at most
@@ -145,17 +145,23 @@ BOX_PARAMS_DOC = """\
         e.g. a codebook's ranges. Rows are clipped to it and the model is
         fitted on ``(x − mid)/half`` (every coordinate in ``[-1, 1]``), then
         mapped back: ``coef_`` acts on ``X`` as given. ``"auto"`` learns it
-        privately (per feature, a private median and spread of the users'
-        means, box ``median ± 4·spread``; see
-        :func:`skuserdp.mechanisms.private_bounds`) from ``bounds_share`` of
-        the budget, included in ``epsilon_``. Rows outside the box are
-        clipped (a bias, never a privacy cost); a feature shared by three
-        quarters of the users at one value (a rare binary feature) gets a
-        flat box: declare its bounds.
+        privately (one joint noisy log2 histogram of the users' means, with
+        the target's when ``target_bounds="auto"``; the box spans the
+        outermost well-filled cells plus one octave; see
+        :func:`skuserdp.mechanisms.plan_log_ranges`) from ``bounds_share``
+        of the budget, included in ``epsilon_``. Rows outside the box are
+        clipped (a bias, never a privacy cost); a feature shared by most
+        users at one value (a rare binary feature) gets a flat box: declare
+        its bounds.
     bounds_share : float, default=None
         Share of the budget spent learning the ``"auto"`` boxes (of ρ when
-        the fit is accounted in zCDP; ``None``: 0.1; of ε otherwise;
-        ``None``: 0.25)."""
+        the fit is accounted in zCDP, of ε otherwise); ``None`` picks it
+        from the number of users and columns (public): 0.05 to 0.5."""
+
+
+#: extra octaves of a learned box (:func:`skuserdp.mechanisms.plan_log_ranges`):
+#: it is learned from the users' means but clips their rows, which spread more
+ROW_BOX_MARGIN = 1
 
 
 def in_memory_user_columns(X, y, codes, n_users):
@@ -304,7 +310,9 @@ class _UserDPLinearModel(UserLevelMixin, BaseEstimator):
             type(self).__name__, user_columns(auto_x, auto_y), epsilon=self.epsilon,
             delta=self.delta, share=self.bounds_share, zcdp=self._zcdp_accounting(),
             random_state=fit_random_state(self.random_state),
-            feature_names=columns + (["y"] if auto_y else []))
+            feature_names=columns + (["y"] if auto_y else []),
+            # rows, not user means, are clipped to it: one octave more
+            margin=ROW_BOX_MARGIN)
         if auto_x:
             lower, upper = lo[:p], hi[:p]
         if auto_y:

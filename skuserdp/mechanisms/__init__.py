@@ -27,6 +27,12 @@ from ._private_bounds import (
     private_bounds,
     private_quantile,
 )
+from ._log_ranges import (
+    LogRanges,
+    LogRangesPlan,
+    log_ranges_from_plan,
+    plan_log_ranges,
+)
 from ._private_range import private_range, private_range_window
 from ._rotation import RandomHadamardRotation, fwht, padded_dimension
 from ._stability_histogram import stability_histogram_argmax
@@ -60,6 +66,10 @@ __all__ = [
     "plan_poisson_sum",
     "poisson_sum_from_plan",
     "private_range",
+    "LogRanges",
+    "LogRangesPlan",
+    "plan_log_ranges",
+    "log_ranges_from_plan",
     "private_bounds",
     "private_quantile",
     "bounds_grid",

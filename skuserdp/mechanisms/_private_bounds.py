@@ -63,11 +63,12 @@ import warnings
 import numpy as np
 
 from ..exceptions import AccuracyWarning
-from ..privacy import split_for_public_bounds
+from ..privacy import ZCDP, PureDP, split_for_log_ranges
 from ..utils._random import (SUBSET_MIN_USERS, generator_from, make_seed_sequence,
                              random_subset)
 from ..utils._validation import feature_labels
 from ._exponential import _exponential_mechanism_from_noise, exponential_mechanism
+from ._log_ranges import log_ranges_from_plan, plan_log_ranges
 
 __all__ = ["bounds_grid", "private_bounds", "private_quantile",
            "bounds_failure_probability", "learn_box", "learn_box_for_fit",
@@ -81,9 +82,12 @@ __all__ = ["bounds_grid", "private_bounds", "private_quantile",
 BOUNDS_FAILURE_WARN = 1e-3
 #: above this bound, bounds="auto" refuses to fit (ValueError)
 BOUNDS_FAILURE_REFUSE = 0.5
-#: default share of the budget for bounds="auto": of ρ (zCDP accounting), of ε
-#: (basic composition of the 2d pure releases, which needs a larger share)
-BOUNDS_SHARE_ZCDP, BOUNDS_SHARE_PURE = 0.1, 0.25
+#: candidate default shares of the budget for bounds="auto" (of ρ when the box
+#: is accounted in zCDP, of ε otherwise): the smallest one whose public plan
+#: has ``n_users >= SHARE_USERS_FACTOR · n_min``, else the largest
+#: (:func:`default_bounds_share`)
+BOUNDS_SHARES = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5)
+SHARE_USERS_FACTOR = 5
 
 #: quantile of the distances to the private median used as the spread
 BOUNDS_QUANTILE = 0.75
@@ -556,37 +560,46 @@ def private_quantile(values, quantile, release_epsilon, *, random_state=None):
     return float(max(pos[k], pos[1]))
 
 
-def learn_box(name, U, release_epsilon, random_state, stacklevel=5,
-              feature_names=None):
-    """``bounds="auto"``: the private box of the columns of ``U`` (one row per
-    user), with the warnings a user needs.
+def _budget_text(budget):
+    return (f"rho {budget.rho:.3g}" if isinstance(budget, ZCDP)
+            else f"epsilon {budget.epsilon:.3g}")
 
-    :func:`private_bounds` at ``release_epsilon`` per release, after two
-    checks of the public bound on the probability that the median or the
-    spread release of *some* column fails (the per-column bound times the
-    number of columns, capped at 1): above 1/2 a ``ValueError`` (the box
-    would likely miss the data or be absurdly wide somewhere, and the fit
-    would be garbage: refuse rather than return it); above
-    ``BOUNDS_FAILURE_WARN`` (1e-3: a failed column makes the estimate
-    garbage) an :class:`~skuserdp.exceptions.AccuracyWarning`. A flat
+
+def learn_box(name, U, budget, random_state, stacklevel=5, feature_names=None,
+              total_epsilon=None, margin=0):
+    """``bounds="auto"``: the private box of the columns of ``U`` (one row per
+    user), with the refusals and warnings a user needs.
+
+    One joint log2-histogram release of all columns at ``budget``
+    (:func:`~skuserdp.mechanisms.plan_log_ranges`,
+    :func:`~skuserdp.mechanisms.log_ranges_from_plan`: top-bin edges, spec
+    §3.5). Replacing one user (one row of ``U``) changes the loss as the
+    plan says (user level, number of users public). The public plan gives
+    ``n_min``, the fewest users with which the release could keep any cell:
+    below it a ``ValueError`` (no range can be found: the estimate would be
+    garbage). A column in which no cell is kept (the users spread too thin
+    over its cells) is refused the same way, after the release. A flat
     learned box (a value shared by most users, e.g. a rare binary feature)
-    warns too. Replacing one user (one row of ``U``) changes the loss as
-    :func:`private_bounds` says (user level, number of users public).
+    warns.
 
     Parameters
     ----------
     name : str
         The estimator's name, for the messages.
     U : ndarray of shape (n_users, n_columns)
-        One row per user (e.g. the users' means).
-    release_epsilon : float
-        ε₀ of each of the ``2·n_columns`` releases.
+        One row per user (e.g. the users' means). Not modified.
+    budget : ZCDP or PureDP or float
+        What the release may spend (a float is ``PureDP(budget)``).
     random_state : int, RandomState, SeedSequence or None
-        Source of randomness of the releases.
+        Source of randomness of the release.
     stacklevel : int, default=5
         Of the warnings, counted from this function's frame.
     feature_names : sequence of str, default=None
         One name per column of ``U``, for the messages.
+    total_epsilon : float, default=None
+        The whole fit's ε, for the messages.
+    margin : int, default=0
+        Extra octaves on both sides (:func:`plan_log_ranges`).
 
     Returns
     -------
@@ -597,34 +610,50 @@ def learn_box(name, U, release_epsilon, random_state, stacklevel=5,
     --------
     >>> import numpy as np
     >>> from skuserdp.mechanisms import learn_box
-    >>> U = np.random.default_rng(0).normal(5.0, 1.0, size=(20000, 1))
-    >>> lower, upper = learn_box("demo", U, 0.5, random_state=0)
-    >>> bool(lower[0] < 5.0 < upper[0])
-    True
+    >>> from skuserdp.privacy import ZCDP
+    >>> U = np.random.default_rng(0).normal(5.0, 1.0, size=(2000, 1))
+    >>> lower, upper = learn_box("demo", U, ZCDP(0.01), random_state=0)
+    >>> lower.tolist(), upper.tolist()
+    ([0.0], [8.0])
     """
+    return _learn_box(name, U, budget, random_state, stacklevel + 1, feature_names,
+                      total_epsilon, margin)[:2]
+
+
+def _learn_box(name, U, budget, random_state, stacklevel, feature_names,
+               total_epsilon, margin):
+    """:func:`learn_box`, also returning the loss of the release."""
+    if not isinstance(budget, (ZCDP, PureDP)):
+        budget = PureDP(float(budget))
     n, d = U.shape
-    fail = min(1.0, d * max(bounds_failure_probability(n, release_epsilon)))
-    if fail > BOUNDS_FAILURE_REFUSE:
+    plan = plan_log_ranges(n, d, budget=budget, margin=margin)
+    eps_text = "" if total_epsilon is None else f"epsilon {float(total_epsilon):.3g}, "
+    advice = (
+        "Declare bounds=(lower, upper) (and target_bounds for a regressor) in "
+        "the units of the data -- public knowledge such as a codebook range -- "
+        "or use more users, fewer columns or a larger epsilon (or a larger "
+        "bounds_share).")
+    if not plan.feasible:
         raise ValueError(
-            f"{name}: bounds='auto' cannot learn the box of {d} column(s) from {n} "
-            f"users at this budget (epsilon {release_epsilon:.3g} per release; "
-            f"probability up to {fail:.2g} that some column fails): the "
-            "estimate would be garbage. Declare bounds=(lower, upper) (and "
-            "target_bounds for a regressor) in the units of the data -- public "
-            "knowledge such as a codebook range -- or use more users, fewer "
-            "columns or a larger epsilon (or bounds_share, or delta > 0 where "
-            "the estimator then accounts the box in zCDP).")
-    if fail > BOUNDS_FAILURE_WARN:
-        warnings.warn(
-            f"{name}: bounds='auto' learns the box of {d} column(s) from {n} users "
-            f"with epsilon {release_epsilon:.3g} per release; the learned box may "
-            f"miss the data or be far too wide in some column (probability up "
-            f"to {fail:.2g}), so the estimate may be far off. Declare "
-            "bounds=(lower, upper) in the units of the data (public knowledge, "
-            "e.g. from a codebook), or use more users or a larger epsilon.",
-            AccuracyWarning, stacklevel=stacklevel)
-    lower, upper = private_bounds(U, release_epsilon, random_state=random_state)
-    width = upper - lower
+            f"{name}: bounds='auto' cannot learn the box of {d} column(s) from "
+            f"{n} users at this budget ({eps_text}{_budget_text(budget)} for the "
+            f"box): the noisy log2 histogram needs at least n_min = {plan.n_min} "
+            f"users (threshold {plan.threshold}, noise std "
+            f"{plan.count_std:.3g} per cell) even if every user of a column "
+            f"shared one cell, and several times that when they spread over "
+            f"several. {advice}")
+    res = log_ranges_from_plan(U, plan, random_state=random_state)
+    if res.missing.any():
+        raise ValueError(
+            f"{name}: bounds='auto' found no range for column(s) "
+            f"{feature_labels(np.flatnonzero(res.missing), feature_names)} "
+            f"from {n} users and {d} column(s) ({eps_text}"
+            f"{_budget_text(budget)} for the box): no cell of their log2 "
+            f"histogram reached the threshold {plan.threshold} (n_min = "
+            f"{plan.n_min} users if all shared one cell; their users spread "
+            f"over several). {advice}")
+    lower, upper = res.lower, res.upper
+    width = 0.5 * upper - 0.5 * lower
     flat = np.flatnonzero(width <= 2.0 ** -240
                           + 1e-12 * np.maximum(np.abs(lower), np.abs(upper)))
     if flat.size:
@@ -634,18 +663,61 @@ def learn_box(name, U, release_epsilon, random_state, stacklevel=5,
             "there (e.g. a rare binary feature), and the others are clipped to "
             "it. Declare their bounds (for a 0/1 feature: (0, 1)).", AccuracyWarning,
             stacklevel=stacklevel)
-    return lower, upper
+    return lower, upper, res.loss
+
+
+def default_bounds_share(n_users, n_features, *, epsilon, delta, zcdp,
+                         approx=False):
+    """Default share of the budget for ``bounds="auto"``, from public values.
+
+    The smallest of ``BOUNDS_SHARES`` (0.05 … 0.5) at which the public plan
+    of the joint log-histogram release (:func:`plan_log_ranges`, budget from
+    :func:`~skuserdp.privacy.split_for_log_ranges`) has at least
+    ``SHARE_USERS_FACTOR · n_min`` users (5×: a column's users spread over
+    several cells; measured in ``benchmarks/bench_ranges.py``), else the
+    largest. Many users get a small share, a few hundred the largest.
+
+    Parameters
+    ----------
+    n_users, n_features : int
+        Public sizes of the table of user means.
+    epsilon, delta : float
+        The whole fit's budget.
+    zcdp, approx : bool
+        As for :func:`learn_box_for_fit`.
+
+    Returns
+    -------
+    share : float
+
+    Examples
+    --------
+    >>> from skuserdp.mechanisms._private_bounds import default_bounds_share
+    >>> default_bounds_share(1000, 10, epsilon=1.0, delta=1e-6, zcdp=True)
+    0.5
+    >>> default_bounds_share(100_000, 10, epsilon=1.0, delta=1e-6, zcdp=True)
+    0.05
+    """
+    for share in BOUNDS_SHARES:
+        budget = split_for_log_ranges(epsilon, delta, share, zcdp=zcdp,
+                                      approx=approx)[0]
+        if n_users >= SHARE_USERS_FACTOR * plan_log_ranges(
+                n_users, n_features, budget=budget).n_min:
+            return share
+    return BOUNDS_SHARES[-1]
 
 
 def learn_box_for_fit(name, U, *, epsilon, delta, share, zcdp, random_state,
-                      approx=False, feature_names=None, stacklevel=5):
+                      approx=False, feature_names=None, stacklevel=5, margin=0):
     """``bounds="auto"`` of one fit: a share of its budget, the learned box, and
     what is left for the estimator's own release.
 
     The share of ``(epsilon, delta)`` and its accounting come from
-    :func:`skuserdp.privacy.split_for_public_bounds` (``2·n_columns``
-    releases of :func:`learn_box`); the box's seed and the rest of the fit's
-    are two independent children of ``random_state``.
+    :func:`skuserdp.privacy.split_for_log_ranges` (one joint release of
+    :func:`learn_box`: ``ZCDP`` when the estimator accounts in zCDP or asks
+    for ``approx`` with δ > 0, else ``PureDP``); the box's seed and the rest
+    of the fit's are two independent children of ``random_state``. The loss
+    is that of the noise actually used (never above the share).
 
     Parameters
     ----------
@@ -656,19 +728,22 @@ def learn_box_for_fit(name, U, *, epsilon, delta, share, zcdp, random_state,
     epsilon, delta : float
         The whole fit's budget.
     share : float or None
-        Share of the budget for the box; ``None``: ``BOUNDS_SHARE_ZCDP`` (of
-        ρ) when ``zcdp``, else ``BOUNDS_SHARE_PURE`` (of ε).
+        Share of the budget for the box; ``None``:
+        :func:`default_bounds_share` (from public values only).
     zcdp : bool
         Whether the estimator's own release is accounted in zCDP.
     random_state : int, RandomState, SeedSequence or None
         The fit's seed.
     approx : bool, default=False
         Whether the box is accounted in zCDP at a share of δ when the release
-        is (ε, δ)-DP (see :func:`~skuserdp.privacy.split_for_public_bounds`).
+        is (ε, δ)-DP (see :func:`~skuserdp.privacy.split_for_log_ranges`).
     feature_names : sequence of str, default=None
         One name per column of ``U``, for the messages.
     stacklevel : int, default=5
         Of the warnings, counted from the caller's frame.
+    margin : int, default=0
+        Extra octaves on both sides (:func:`plan_log_ranges`; the linear
+        models clip rows, not user means, to the box and ask for 1).
 
     Returns
     -------
@@ -685,18 +760,19 @@ def learn_box_for_fit(name, U, *, epsilon, delta, share, zcdp, random_state,
     --------
     >>> import numpy as np
     >>> from skuserdp.mechanisms import learn_box_for_fit
-    >>> U = np.random.default_rng(0).normal(5.0, 1.0, size=(20000, 2))
+    >>> U = np.random.default_rng(0).normal(5.0, 1.0, size=(2000, 2))
     >>> lower, upper, loss, eps, delta, _ = learn_box_for_fit(
     ...     "demo", U, epsilon=1.0, delta=0.0, share=None, zcdp=False,
     ...     random_state=0)
-    >>> round(loss.epsilon, 6), round(eps, 6)
-    (0.25, 0.75)
+    >>> loss.epsilon <= 0.2, round(eps, 6)
+    (True, 0.8)
     """
     if share is None:
-        share = BOUNDS_SHARE_ZCDP if zcdp else BOUNDS_SHARE_PURE
-    eps0, loss, rest_epsilon, rest_delta = split_for_public_bounds(
-        epsilon, delta, share, 2 * U.shape[1], zcdp=zcdp, approx=approx)
+        share = default_bounds_share(U.shape[0], U.shape[1], epsilon=epsilon,
+                                     delta=delta, zcdp=zcdp, approx=approx)
+    budget, rest_epsilon, rest_delta = split_for_log_ranges(
+        epsilon, delta, share, zcdp=zcdp, approx=approx)
     seed_box, rest_seed = make_seed_sequence(random_state).spawn(2)
-    lower, upper = learn_box(name, U, eps0, seed_box, stacklevel=stacklevel + 1,
-                             feature_names=feature_names)
+    lower, upper, loss = _learn_box(name, U, budget, seed_box, stacklevel + 1,
+                                    feature_names, epsilon, margin)
     return lower, upper, loss, rest_epsilon, rest_delta, rest_seed

@@ -57,7 +57,7 @@ def top_bin_noise(rho):
     >>> noise.privacy(math.sqrt(2)).rho <= 0.5, round(noise.std, 3)
     (True, 1.414)
     """
-    return calibrate_noise(ZCDP(rho), replace_one_histogram_sensitivity("l2"))
+    return calibrate_noise(ZCDP(rho), replace_one_histogram_sensitivity(1, "l2"))
 
 
 def top_bin_threshold(noise, n_bins, beta):

@@ -28,7 +28,8 @@ from ._selection import (
     random_stopping_max_iter,
     random_stopping_privacy,
 )
-from ._public_bounds import split_for_public_bounds
+from ._public_bounds import split_for_log_ranges, split_for_public_bounds
+from ._range_threshold import histogram_pass_threshold
 from ._stability import stability_histogram_privacy, stability_histogram_threshold
 from ._composition import (
     adaptive_query_budget,
@@ -92,6 +93,8 @@ __all__ = [
     "split_zcdp",
     "split_zcdp_shares",
     "split_for_public_bounds",
+    "split_for_log_ranges",
+    "histogram_pass_threshold",
     "adaptive_query_budget",
     "compose_adaptive_queries",
     "compose_spend",

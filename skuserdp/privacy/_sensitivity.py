@@ -68,30 +68,42 @@ def replace_one_sum_sensitivity(radius):
     return 2.0 * _nonneg("radius", radius)
 
 
-def replace_one_histogram_sensitivity(norm="l2"):
-    """Sensitivity of a histogram of counts in which each user is in one cell.
+def replace_one_histogram_sensitivity(n_histograms=1, norm="l2"):
+    """Sensitivity of ``k`` histograms in which every user lies in one cell each.
 
-    Replacing one user moves one unit from one cell to another (or leaves
-    the counts unchanged): the vector of counts moves by ``√2`` in ℓ2, ``2``
-    in ℓ1 and ``1`` in ℓ∞. (Under add/remove it would be 1 in every norm;
-    these are the replace-one values, twice as large in ℓ1.)
+    Each of the ``k`` histograms (e.g. one per column) puts every user in
+    exactly one of its cells. Replacing one user (user level, number of users
+    public) removes one unit from one cell and adds one unit to another, in
+    every histogram at once: the vector of all counts moves by at most ``2``
+    per histogram in ℓ1 (``2k``), ``√2`` per histogram in ℓ2 (``√(2k)``) and
+    ``1`` in ℓ∞. Under add/remove the ℓ1 and ℓ2 values would be ``k`` and
+    ``√k``; they do not apply here.
 
     Parameters
     ----------
+    n_histograms : int, default=1
+        Number of histograms released together, ``>= 1``.
     norm : {"l1", "l2", "linf"}, default="l2"
+        The norm of the sensitivity.
 
     Returns
     -------
     sensitivity : float
+        ``2k`` (ℓ1), ``√(2k)`` (ℓ2) or ``1`` (ℓ∞).
 
     Examples
     --------
-    >>> from skuserdp.privacy import replace_one_histogram_sensitivity as hist
-    >>> round(hist(), 6), hist("l1"), hist("linf")
-    (1.414214, 2.0, 1.0)
+    >>> from skuserdp.privacy import replace_one_histogram_sensitivity
+    >>> replace_one_histogram_sensitivity(10, "l1")
+    20.0
+    >>> replace_one_histogram_sensitivity(8, "l2")
+    4.0
+    >>> round(replace_one_histogram_sensitivity(), 6)  # one histogram, l2
+    1.414214
     """
     _check_norm(norm)
-    return {"l2": math.sqrt(2.0), "l1": 2.0, "linf": 1.0}[norm]
+    k = _check_count("n_histograms", n_histograms)
+    return {"l1": 2.0 * k, "l2": math.sqrt(2.0 * k), "linf": 1.0}[norm]
 
 
 def replace_one_mean_sensitivity(radius, n_users):

@@ -57,19 +57,24 @@ bounds : "auto" or tuple (lower, upper), default="auto"
     ``lower`` and ``upper`` are floats (broadcast to every feature) or
     arrays of shape (n_features,). Declare it when you know it publicly
     (a codebook range, a physical limit): it costs nothing. ``"auto"``
-    learns it privately from ``bounds_share`` of the budget (per feature,
-    a private median ``t`` and spread ``s`` of the users' means, box
-    ``t ± 4s``; see :func:`skuserdp.mechanisms.private_bounds`); the spend
-    is included in ``epsilon_``. With too few users for that step an
-    :class:`~skuserdp.exceptions.AccuracyWarning` is raised, and with far too
-    few (a public failure bound above 1/2) ``fit`` refuses with a
+    learns it privately from ``bounds_share`` of the budget (one joint noisy
+    log2 histogram of the users' means, every column at once; the box spans
+    the outermost well-filled cells plus one octave; see
+    :func:`skuserdp.mechanisms.plan_log_ranges`); the spend is included in
+    ``epsilon_``. With too few users for that step (fewer than the plan's
+    ``n_min``, or a column whose users spread too thinly to fill any cell)
+    ``fit`` refuses with a ``ValueError`` naming the numbers; a rare binary
+    feature gets a flat box and an
+    :class:`~skuserdp.exceptions.AccuracyWarning`.
     ``ValueError``. Never computed from the data without privacy.""",
     "bounds_share": """\
 bounds_share : float, default=None
     Share of the budget spent learning ``bounds="auto"``: of ρ when the
-    release is accounted in zCDP (``None``: 0.1), of ε otherwise (basic
-    composition of the ``2·n_features`` releases; ``None``: 0.25). Unused
-    with declared bounds.""",
+    box is accounted in zCDP, of ε otherwise. ``None`` picks it from public
+    values only: the smallest of 0.05, 0.1, 0.2, 0.3, 0.4, 0.5 at which the
+    number of users is at least 5× the range finder's ``n_min``, else 0.5
+    (:func:`skuserdp.mechanisms._private_bounds.default_bounds_share`).
+    Unused with declared bounds.""",
     "X_supervised": """\
 X : array-like of shape (n_samples, n_features)
     Rows of all users. Not modified. A Dask array or DataFrame is

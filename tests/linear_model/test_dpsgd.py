@@ -197,9 +197,10 @@ def test_spend_with_one_parameter_and_many_paper_steps():
     est = UserDPSGDRegressor(epsilon=1.0, aggregator="winsorized", tau=0.5,
                              calibration="paper", fit_intercept=False,
                              max_iter=200, random_state=0)
-    # the learned boxes and this paper plan are rightly flagged
-    with pytest.warns(AccuracyWarning, match="bounds='auto' learns the box"), \
-            pytest.warns(AccuracyWarning, match=NOISY):
+    # this paper plan is rightly flagged (the learned boxes no longer are:
+    # since issue 28 two columns from 1000 users are well within the joint
+    # log2 histogram's reach)
+    with pytest.warns(AccuracyWarning, match=NOISY):
         est.fit(X, X[:, 0], groups=np.arange(1000))
     assert est.epsilon_ <= 1.0
 

@@ -20,7 +20,8 @@ from sklearn.base import clone
 
 import skuserdp.linear_model._dpsgd as dpsgd_module
 from skuserdp.exceptions import AccuracyWarning
-from skuserdp.mechanisms._private_bounds import BOUNDS_SHARE_ZCDP
+from skuserdp.mechanisms import plan_log_ranges
+from skuserdp.mechanisms._private_bounds import default_bounds_share
 from skuserdp.linear_model import UserDPLinearRegression, UserDPSGDRegressor
 from skuserdp.linear_model._base import PublicScale
 from skuserdp.linear_model._dpsgd import CLIP_SHARE as SGD_CLIP_SHARE
@@ -35,6 +36,7 @@ from skuserdp.privacy import (
     ZCDP,
     bounded_range_epsilon,
     compose,
+    split_for_log_ranges,
     split_for_public_bounds,
     split_zcdp,
     split_zcdp_shares,
@@ -183,6 +185,14 @@ def _fit_quietly(est, X, y, groups):
         return est.fit(X, y, groups=groups)
 
 
+def _box_spend(n_users, n_columns, epsilon, delta):
+    """Loss of the learned boxes and the budget left (zCDP accounting)."""
+    share = default_bounds_share(n_users, n_columns, epsilon=epsilon, delta=delta,
+                                 zcdp=True)
+    budget, eps, delta_left = split_for_log_ranges(epsilon, delta, share, zcdp=True)
+    return plan_log_ranges(n_users, n_columns, budget=budget).loss, eps, delta_left
+
+
 @pytest.mark.parametrize("epsilon,delta", [(2.0, 1e-6), (5.0, 1e-8)])
 def test_dpsgd_default_spend_is_the_composition_of_its_releases(epsilon, delta):
     # defaults (bounds and target_bounds "auto", clip_norm "auto",
@@ -194,9 +204,8 @@ def test_dpsgd_default_spend_is_the_composition_of_its_releases(epsilon, delta):
     est = _fit_quietly(UserDPSGDRegressor(epsilon=epsilon, delta=delta,
                                           standardize=False, random_state=0),
                        X, y, groups)
-    # 1. the boxes: d features and the target, two releases each
-    _, box_loss, eps1, delta1 = split_for_public_bounds(
-        epsilon, delta, BOUNDS_SHARE_ZCDP, 2 * (d + 1), zcdp=True)
+    # 1. the boxes: d features and the target, one joint log2-histogram release
+    box_loss, eps1, delta1 = _box_spend(n_users, d + 1, epsilon, delta)
     assert delta1 == delta
     # 2. learning_rate="auto": the smoothness, split first (_fit_parameters)
     b2 = _row_bound(d) ** 2
@@ -238,8 +247,7 @@ def test_linear_regression_default_spend_is_the_composition_of_its_releases(
     est = _fit_quietly(UserDPLinearRegression(epsilon=epsilon, delta=delta,
                                               random_state=0), X, y, groups)
     # 1. the boxes
-    _, box_loss, eps1, _ = split_for_public_bounds(
-        epsilon, delta, BOUNDS_SHARE_ZCDP, 2 * (d + 1), zcdp=True)
+    box_loss, eps1, _ = _box_spend(n_users, d + 1, epsilon, delta)
     # 2. clip_radius="auto": the private median of the statistics norms
     radius_loss, eps2 = split_zcdp(eps1, delta, LR_CLIP_SHARE)
     # 3. alpha="auto": the eigenvalue and the statistics, for the released
