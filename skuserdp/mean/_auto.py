@@ -290,10 +290,10 @@ class UserMeanEstimator(UserLevelMeanEstimator):
     >>> from skuserdp.mean import UserMeanEstimator
     >>> X, groups, true_mean = make_user_samples(n_users=2000, n_features=3,
     ...                                          mean=0.5, random_state=0)
-    >>> est = UserMeanEstimator(epsilon=1.0, delta=1e-6, bounds=(-100, 100),
+    >>> est = UserMeanEstimator(epsilon=1.0, delta=1e-6, bounds=(-5, 5),
     ...                         random_state=0).fit(X, groups=groups)
     >>> est.method_, est.mean_.round(1)
-    ('coinpress', array([0.5, 0.5, 0.5]))
+    ('column_scaled', array([0.5, 0.5, 0.4]))
     """
 
     _parameter_constraints: dict = {
@@ -390,6 +390,8 @@ class UserMeanEstimator(UserLevelMeanEstimator):
         n, d = U.shape
         est = self._delegate_
         del self._delegate_
+        if hasattr(self, "feature_names_in_"):  # its warnings name the columns
+            est.feature_names_in_ = self.feature_names_in_
         mean, loss = est._fit_user_means(U, budget)
         noise_error = est.__dict__.pop("_noise_error", None)
         if noise_error is not None:

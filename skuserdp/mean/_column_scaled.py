@@ -143,6 +143,18 @@ class ColumnScaledMeanEstimator(UserLevelMeanEstimator):
         self.random_state = random_state
         self.n_jobs = n_jobs
 
+    def _zcdp_accounting(self, n_users, n_features):
+        # a learned box is charged in zCDP when the release is the Gaussian
+        return self.delta > 0 and choose_column_noise(
+            n_users, n_features, self.epsilon, self.delta, noise=self.noise,
+            calibration=self.calibration)[0] == "gaussian"
+
+    def _approx_bounds_accounting(self):
+        # with delta > 0 and a Laplace release, the learned box is a zCDP
+        # release at a share of (epsilon, delta): its Gaussian histogram
+        # needs far fewer users than a Laplace one at the same epsilon
+        return self.delta > 0
+
     def _fit_user_means(self, U, budget):
         n, d = U.shape
         mid, half = budget.midpoint, budget.half_width
@@ -268,6 +280,25 @@ def plan_column_scaled(n_users, n_features, epsilon, delta, *, noise="auto",
     name, full = choose_column_noise(n_users, n_features, epsilon, delta,
                                      noise=noise, calibration=calibration)
     check, release = None, full
+    try:
+        check, release, sens = _plan_check(n_users, n_features, epsilon, delta, name,
+                                           calibration, check_clipping)
+    except (ValueError, OverflowError):  # e.g. ε so small that a part is 0
+        check, release = None, full
+    if check is None:
+        release = full
+    loss = release.loss
+    if check is not None:
+        loss = compose(check.privacy(sens), release.loss)
+    warn_users = max(1.0, n_users * math.sqrt(release.noise_variance) / 2.0)
+    return ColumnScaledPlan(name, release, check, warn_users, loss)
+
+
+def _plan_check(n_users, n_features, epsilon, delta, name, calibration,
+                check_clipping):
+    """The check's noise, the release's plan on the rest, the count's
+    sensitivity; ``(None, None, None)`` when no informative check runs."""
+    check = release = sens = None
     if check_clipping:
         if name == "laplace":
             eps_check, rest = split_off(PureDP(epsilon), CLIP_CHECK_SHARE)
@@ -280,14 +311,19 @@ def plan_column_scaled(n_users, n_features, epsilon, delta, *, noise="auto",
         candidate = calibrate_noise(check_budget, sens)
         if candidate.std <= CLIP_CHECK_MAX_SD * n_users:
             check = candidate
-            release = plan_clip_noise(
-                n_users, n_features, budget=rest, radius=math.sqrt(n_features),
-                calibration=calibration, resolution=RESOLUTION)
-    loss = release.loss
-    if check is not None:
-        loss = compose(check.privacy(sens), release.loss)
-    warn_users = max(1.0, n_users * math.sqrt(release.noise_variance) / 2.0)
-    return ColumnScaledPlan(name, release, check, warn_users, loss)
+            release = _plan_release(n_users, n_features, rest, calibration)
+    return check, release, sens
+
+
+def _plan_release(n_users, n_features, budget, calibration):
+    """The release in the scaled box on the fine lattice, or on the default
+    one when the noise in fine-lattice units would not fit int64 sums (tiny
+    ε): the rounding is then far below the noise anyway."""
+    kw = dict(budget=budget, radius=math.sqrt(n_features), calibration=calibration)
+    plan = plan_clip_noise(n_users, n_features, resolution=RESOLUTION, **kw)
+    if plan.noise.std > 2.0 ** 40:
+        plan = plan_clip_noise(n_users, n_features, **kw)
+    return plan
 
 
 def choose_column_noise(n_users, n_features, epsilon, delta, *, noise="auto",
@@ -333,18 +369,15 @@ def choose_column_noise(n_users, n_features, epsilon, delta, *, noise="auto",
     >>> choose_column_noise(1000, 20, 1.0, 1e-6)[0]
     'gaussian'
     """
-    radius = math.sqrt(n_features)
     if noise == "gaussian" and delta == 0:
         raise ValueError("noise='gaussian' needs delta > 0; with delta=0 the "
                          "release is pure ε-DP (noise='laplace').")
     plans = {}
     if noise in ("auto", "laplace"):
-        plans["laplace"] = plan_clip_noise(n_users, n_features,
-                                           budget=PureDP(epsilon), radius=radius,
-                                           resolution=RESOLUTION)
+        plans["laplace"] = _plan_release(n_users, n_features, PureDP(epsilon),
+                                         calibration)
     if noise in ("auto", "gaussian") and delta > 0:
-        plans["gaussian"] = plan_clip_noise(
-            n_users, n_features, budget=ApproxDP(epsilon, delta), radius=radius,
-            calibration=calibration, resolution=RESOLUTION)
+        plans["gaussian"] = _plan_release(n_users, n_features,
+                                          ApproxDP(epsilon, delta), calibration)
     name = min(plans, key=lambda k: plans[k].noise_variance)
     return name, plans[name]

@@ -90,7 +90,8 @@ class DiscreteLaplaceNoise(_ExactNoise):
     def std(self):
         """Standard deviation of the noise (in grid units)."""
         q = math.exp(-1 / float(self.scale))
-        return math.sqrt(2 * q) / (1 - q)
+        # (1 - q by expm1: exact for a scale so large that q rounds to 1)
+        return math.sqrt(2 * q) / -math.expm1(-1 / float(self.scale))
 
     def sample(self, size, rng):
         """Draw exact samples (int64) of the given ``size``."""

@@ -131,7 +131,8 @@ def test_audit_with_a_positive_control(monkeypatch):
     assert lb.epsilon_lower <= eps, lb
     # positive control: the add/remove constant (sensitivity 1 instead of
     # sqrt(2)) halves the noise variance, doubling the true rho
-    monkeypatch.setattr(tb, "replace_one_histogram_sensitivity", lambda *args, **kwargs: 1.0)
+    monkeypatch.setattr(tb, "replace_one_histogram_sensitivity",
+                        lambda *args, **kwargs: 1.0)
     a = _transcripts(D, AUDIT_RUNS, 3, monkeypatch)
     b = _transcripts(Dp, AUDIT_RUNS, 4, monkeypatch)
     bad = epsilon_lower_bound(a, b, delta=AUDIT_DELTA, epsilon_claimed=eps)
