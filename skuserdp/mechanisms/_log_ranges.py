@@ -63,6 +63,12 @@ is the outer edge ``c ± h·2^o`` of the outermost *kept* magnitude, where
   the top-bin rule alone leaves up to about ``threshold`` users in the cell
   beyond it (hundreds at n = 1,000, d = 10), a clipping bias that swamps
   the noise;
+* **spread**: a column in which nothing above is kept (users spread over
+  too many cells, e.g. a target N(0, 0.8²) from 800 users) gets the
+  symmetric box ``±`` the outer edge of the ``SPREAD_OCTAVES = 6``
+  consecutive magnitudes whose summed noisy counts (both sides and the zero
+  cell) are the largest, when that sum reaches ``spread_threshold``
+  (``SPREAD_BETA = 1e-3``); without it the column refused;
 * a side with no kept magnitude **mirrors** the other side's edge when its
   noisy counts over the other side's top ``MIRROR_OCTAVES = 8`` magnitudes
   sum to ``mirror_threshold`` (``MIRROR_BETA = 0.02``: a false
@@ -124,6 +130,11 @@ MIRROR_OCTAVES = 8
 #: doubles one column's width (a missed one clips that whole side), so the
 #: test is lenient
 MIRROR_BETA = 0.02
+#: octaves summed (both sides and the zero cell) by the spread test of a
+#: column in which nothing else is kept
+SPREAD_OCTAVES = 6
+#: probability that some column with nothing kept gets a false spread box
+SPREAD_BETA = 1e-3
 #: noise standard deviations above the threshold for ``n_min``
 _N_MIN_Z = 2.0
 
@@ -164,6 +175,12 @@ class LogRangesPlan:
     extend_threshold : int
         The box reaches one more cell beyond the outermost (and inside the
         innermost) kept cell when that cell's noisy count reaches this.
+    spread_threshold, spread_octaves : int
+        A column in which no cell is kept (its users spread over too many
+        cells, e.g. N(0, 0.8²) from 800 users) gets the symmetric box
+        ``±`` the outer edge of the run of ``spread_octaves`` consecutive
+        magnitudes whose noisy counts, both sides and the zero cell
+        together, are the largest, if that reaches ``spread_threshold``.
     margin : int
         Extra octaves on both sides.
     beta : float
@@ -197,6 +214,8 @@ class LogRangesPlan:
     mirror_threshold: int
     mirror_octaves: int
     extend_threshold: int
+    spread_threshold: int
+    spread_octaves: int
     margin: int
     beta: float
     n_min: int
@@ -332,13 +351,16 @@ def plan_log_ranges(n_users, n_features, *, budget, window=None, beta=BETA,
                                       n_summed=2)
     mirror = histogram_pass_threshold(scale, 2 * d, MIRROR_BETA, kind=kind,
                                       n_summed=MIRROR_OCTAVES)
+    spread = histogram_pass_threshold(scale, d * exponents.size, SPREAD_BETA,
+                                      kind=kind, n_summed=2 * SPREAD_OCTAVES + 1)
     std = noise.std
     return LogRangesPlan(
         n_users=n, n_features=d, window=window, exponents=exponents,
         cells_per_feature=per, n_cells=n_cells, sensitivity=sensitivity,
         noise=noise, count_std=std, threshold=threshold, merged_threshold=merged,
         mirror_threshold=mirror, mirror_octaves=MIRROR_OCTAVES,
-        extend_threshold=extend, margin=margin,
+        extend_threshold=extend, spread_threshold=spread,
+        spread_octaves=SPREAD_OCTAVES, margin=margin,
         beta=float(beta),
         n_min=math.ceil(threshold + _N_MIN_Z * std), loss=noise.privacy(sensitivity))
 
@@ -485,8 +507,24 @@ def _edges(noisy, plan, lo, hi):
     else:
         c, h = 0.5 * lo + 0.5 * hi, 0.5 * hi - 0.5 * lo
         over_lo, over_hi = noisy[:, 0] >= plan.threshold, noisy[:, -1] >= plan.threshold
-    upper, lower = c + h * up, c - h * down
     any_kept = (kp | kn | km).any(axis=1) | kz | over_lo | over_hi
+    # a column with nothing kept: the run of spread_octaves magnitudes (both
+    # sides and the zero cell) holding the most users, if enough, gives the
+    # symmetric box (post-processing of the same counts)
+    both = np.cumsum(np.concatenate([np.zeros((d, 1), np.int64), pos + neg], axis=1),
+                     axis=1)
+    w = min(plan.spread_octaves, k)
+    runs = both[:, w:] - both[:, :-w] + noisy[:, z][:, None]  # run ending at i
+    passing = runs >= plan.spread_threshold
+    spread = ~any_kept & passing.any(axis=1)
+    if spread.any():
+        # the run holding the most users (the outermost passing one would
+        # reach up to 2^(w-1) times too far through empty cells)
+        top = np.argmax(np.where(passing, runs, -np.inf), axis=1) + w - 1
+        up = np.where(spread, outer[top], up)
+        down = np.where(spread, outer[top], down)
+        any_kept = any_kept | spread
+    upper, lower = c + h * up, c - h * down
     if lo is None:
         return (np.where(any_kept, lower, np.nan), np.where(any_kept, upper, np.nan),
                 ~any_kept)
