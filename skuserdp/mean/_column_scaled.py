@@ -167,8 +167,11 @@ class ColumnScaledMeanEstimator(UserLevelMeanEstimator):
 
     def _fit_user_means(self, U, budget):
         n, d = U.shape
-        mid, half = budget.midpoint, budget.half_width
-        scaled = (U - mid) / half  # the box is [-1, 1] in every column
+        if budget.natural_lower is not None:  # already scaled by the base
+            mid, half, scaled = 0.0, 1.0, U   # (U is the base's own copy)
+        else:
+            mid, half = budget.midpoint, budget.half_width
+            scaled = (U - mid) / half  # the box is [-1, 1] in every column
         declared = budget.bounds_loss is None
         noise = self.noise
         if isinstance(budget.bounds_loss, ZCDP):
