@@ -166,7 +166,8 @@ def main(argv=None):
     loose = by["UserMeanEstimator(bounds=(-100, 100))"]
     peer = by.get("OpenDP peer (l2 clip C = 4)", float("nan"))
     coin = by["CoinPressMeanEstimator(bounds=(-100, 100))"]
-    summary = dict(noarg_over_loose_box=noarg / loose, coinpress_over_opendp=coin / peer,
+    summary = dict(noarg_over_loose_box=noarg / loose,
+                   coinpress_over_opendp=coin / peer,
                    default_loose_over_opendp=loose / peer, delta=DELTA,
                    opendp=reason or "ok", seconds=time.perf_counter() - t0)
     print(f"{'task':<36} {'method':<44} {'runs':>4} {'median l2':>10} "
