@@ -670,9 +670,11 @@ def test_box_edge_warning_names_the_features(name):
     X, groups = _edge_frame()
     if name == "UserMeanEstimator":
         # its per-column estimator counts, privately, the users outside the
-        # declared box and names the feature; whether the noisy estimate also
-        # lands on the box's edge depends on the noise (it names the same
-        # feature when it does)
+        # declared box and names the feature (1000 users: enough for the
+        # count to be informative at epsilon 10, 3 columns); whether the
+        # noisy estimate also lands on the box's edge depends on the noise
+        # (it names the same feature when it does)
+        X, groups = _edge_frame(n_users=1000)
         for data, label in ((X, "'income'"), (X.to_numpy(), "1")):
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")

@@ -30,6 +30,7 @@ from ..privacy import (
     ZCDP,
     PureDP,
     compose,
+    histogram_pass_threshold,
     replace_one_count_sensitivity,
     split_off,
     split_zcdp,
@@ -69,7 +70,7 @@ class ColumnScaledMeanEstimator(UserLevelMeanEstimator):
         Share of the budget for ``bounds="auto"``.
     check_clipping : bool, default=True
         With a declared box and enough users for the count to be informative
-        (its noise at most ``CLIP_CHECK_MAX_SD`` of the users), spend
+        (its noise's tail at most ``CLIP_CHECK_MAX_SD`` of the users), spend
         ``CLIP_CHECK_SHARE`` of the budget on a private count, per column, of
         the users whose mean lies outside the box, and warn
         (:class:`~skuserdp.exceptions.AccuracyWarning`, naming the columns)
@@ -197,12 +198,14 @@ class ColumnScaledMeanEstimator(UserLevelMeanEstimator):
 
     def _warn_clipped(self, noisy, plan, n):
         """Record the released counts of users outside the declared box, and
-        warn where at least ``plan.clip_warn_users`` are clipped (lower 95 %
-        bound): if those users lie a box's width outside on average, the
-        clipping bias of the column exceeds its noise."""
+        warn where the count exceeds ``plan.clip_warn_users`` by more than its
+        noise's tail ``plan.clip_noise_tail`` (a false warning in some column
+        with probability at most ``CLIP_CHECK_BETA``): if those users lie a
+        box's width outside on average, the clipping bias of the column
+        exceeds its noise."""
         self.clipped_users_ = noisy.astype(np.float64)
         self.clipped_users_std_ = float(plan.check.std)
-        low = self.clipped_users_ - 2.0 * self.clipped_users_std_
+        low = self.clipped_users_ - plan.clip_noise_tail
         cut = np.flatnonzero(low > plan.clip_warn_users)
         if cut.size:
             names = getattr(self, "feature_names_in_", None)
@@ -227,9 +230,13 @@ RESOLUTION = 2.0 ** 24
 #: share of the budget of the clipped-users check (when it runs)
 CLIP_CHECK_SHARE = 0.05
 
-#: the check runs when its noise (standard deviation, in users) is at most
-#: this fraction of the users: it can then see a tenth of them clipped
-CLIP_CHECK_MAX_SD = 0.05
+#: the check runs when its noise's tail (in users, over the d counts at
+#: ``CLIP_CHECK_BETA``) is at most this fraction of the users: it can then
+#: see about a tenth of them clipped
+CLIP_CHECK_MAX_SD = 0.1
+
+#: probability that the check warns about some column no user is outside of
+CLIP_CHECK_BETA = 1e-3
 
 
 @dataclass(frozen=True)
@@ -245,8 +252,14 @@ class ColumnScaledPlan:
     check : DiscreteLaplaceNoise, DiscreteGaussianNoise or None
         The noise of the clipped-users counts (None: no check).
     clip_warn_users : float
-        The warning threshold on the count's lower 95 % bound: ``max(1, n·s/2)``
-        with ``s`` the scaled noise standard deviation (half the width is 1).
+        ``max(1, n·s/2)`` users outside (``s`` the scaled noise standard
+        deviation; half the width is 1): if they lie a box width outside on
+        average, their clipping bias exceeds the noise.
+    clip_noise_tail : int
+        The count's noise exceeds this in some column with probability at most
+        ``CLIP_CHECK_BETA`` (:func:`skuserdp.privacy.histogram_pass_threshold`
+        over the d counts): the warning needs the released count to exceed
+        ``clip_warn_users`` by this much, so it is false at most that often.
     loss : PureDP or ZCDP
         The privacy loss of the whole release.
     """
@@ -255,6 +268,7 @@ class ColumnScaledPlan:
     release: object
     check: object
     clip_warn_users: float
+    clip_noise_tail: int
     loss: object
 
 
@@ -307,7 +321,18 @@ def plan_column_scaled(n_users, n_features, epsilon, delta, *, noise="auto",
     if check is not None:
         loss = compose(check.privacy(sens), release.loss)
     warn_users = max(1.0, n_users * math.sqrt(release.noise_variance) / 2.0)
-    return ColumnScaledPlan(name, release, check, warn_users, loss)
+    tail = None if check is None else _noise_tail(check, n_features)
+    return ColumnScaledPlan(name, release, check, warn_users, tail, loss)
+
+
+def _noise_tail(noise, n_counts):
+    """What the noise of one of ``n_counts`` counts exceeds in some count with
+    probability at most ``CLIP_CHECK_BETA``."""
+    if hasattr(noise, "sigma2"):
+        return histogram_pass_threshold(math.sqrt(noise.sigma2), n_counts,
+                                        CLIP_CHECK_BETA, kind="gaussian")
+    return histogram_pass_threshold(float(noise.scale), n_counts, CLIP_CHECK_BETA,
+                                    kind="laplace")
 
 
 def _plan_check(n_users, n_features, epsilon, delta, name, calibration,
@@ -325,7 +350,7 @@ def _plan_check(n_users, n_features, epsilon, delta, name, calibration,
             rest = ApproxDP(rest_eps, delta)
             sens = replace_one_count_sensitivity(n_features, "l2")
         candidate = calibrate_noise(check_budget, sens)
-        if candidate.std <= CLIP_CHECK_MAX_SD * n_users:
+        if _noise_tail(candidate, n_features) <= CLIP_CHECK_MAX_SD * n_users:
             check = candidate
             release = _plan_release(n_users, n_features, rest, calibration)
     return check, release, sens
@@ -359,7 +384,7 @@ def choose_column_noise(n_users, n_features, epsilon, delta, *, noise="auto",
         The budget of the release.
     check_clipping : bool, default=True
         With a declared box and enough users for the count to be informative
-        (its noise at most ``CLIP_CHECK_MAX_SD`` of the users), spend
+        (its noise's tail at most ``CLIP_CHECK_MAX_SD`` of the users), spend
         ``CLIP_CHECK_SHARE`` of the budget on a private count, per column, of
         the users whose mean lies outside the box, and warn
         (:class:`~skuserdp.exceptions.AccuracyWarning`, naming the columns)

@@ -10,6 +10,7 @@ import dataclasses
 
 import numpy as np
 import pytest
+from scipy import stats
 
 from skuserdp.exceptions import AccuracyWarning
 from skuserdp.mean import ClipNoiseMeanEstimator, ColumnScaledMeanEstimator
@@ -157,10 +158,16 @@ def test_clip_check_plan_is_exact_and_gated():
             assert plan.check.privacy(np.sqrt(d)).rho == pytest.approx(
                 CLIP_CHECK_SHARE * rho, rel=1e-5)
             assert isinstance(plan.loss, ZCDP) and plan.loss.rho <= rho
-        assert plan.check.std <= CLIP_CHECK_MAX_SD * n
+        assert plan.clip_noise_tail <= CLIP_CHECK_MAX_SD * n
+        # the tail: Laplace b·ln(d/(2β)) or Gaussian σ·Φ⁻¹(1 − β/d), β = 1e-3
+        b = (float(plan.check.scale) if plan.noise == "laplace"
+             else np.sqrt(float(plan.check.sigma2)))
+        expect = (b * np.log(d / 2e-3) if plan.noise == "laplace"
+                  else b * stats.norm.isf(1e-3 / d))
+        assert plan.clip_noise_tail == pytest.approx(expect, abs=1.0, rel=1e-3)
     # too few users for an informative count: no check, the whole budget
     # goes to the release
-    few = plan_column_scaled(500, 6, 1.0, 1e-6)
+    few = plan_column_scaled(2000, 4, 1.0, 1e-6)
     assert few.check is None and few.loss == few.release.loss
     assert plan_column_scaled(6000, 2, 1.0, 1e-6, check_clipping=False).check is None
 
