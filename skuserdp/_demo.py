@@ -258,6 +258,8 @@ def run_demo(random_state=0, data=None):
             error = float(np.linalg.norm(estimate - target))
             rows.append(dict(
                 estimator=name,
+                label=name + (" (no bounds)" if isinstance(params.get("bounds"), str)
+                              else ""),
                 error_bound=getattr(est, "error_bound_", None),
                 epsilon=params["epsilon"],
                 delta=params["delta"],
@@ -279,7 +281,7 @@ def _bound(value):
 
 def format_table(rows):
     """Render demo rows as a fixed-width text table (notes below it)."""
-    header = (f"{'estimator':<29} {'epsilon':>7} {'delta':>8} {'eps spent':>9} "
+    header = (f"{'estimator':<40} {'epsilon':>7} {'delta':>8} {'eps spent':>9} "
               f"{'delta spent':>11} {'L2 error':>9} {'rel.err':>8} {'peer':>7} "
               f"{'bound':>7} {'fit time':>9}")
     lines = [header, "-" * len(header)]
@@ -291,7 +293,7 @@ def format_table(rows):
             mark = f" [{mark}]"
         peer = r.get("peer_relative_error")
         lines.append(
-            f"{r['estimator']:<29} {r['epsilon']:>7g} {r['delta']:>8g} "
+            f"{r.get('label', r['estimator']):<40} {r['epsilon']:>7g} {r['delta']:>8g} "
             f"{r['epsilon_spent']:>9.4f} {r['delta_spent']:>11.1e} "
             f"{r['l2_error']:>9.4f} {r['relative_error']:>8.4f} "
             f"{'-' if peer is None else format(peer, '.4f'):>7} "

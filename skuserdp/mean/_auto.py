@@ -293,7 +293,7 @@ class UserMeanEstimator(UserLevelMeanEstimator):
     >>> est = UserMeanEstimator(epsilon=1.0, delta=1e-6, bounds=(-5, 5),
     ...                         random_state=0).fit(X, groups=groups)
     >>> est.method_, est.mean_.round(1)
-    ('column_scaled', array([0.5, 0.5, 0.4]))
+    ('column_scaled', array([0.5, 0.5, 0.5]))
     """
 
     _parameter_constraints: dict = {

@@ -301,10 +301,10 @@ def plan_column_scaled(n_users, n_features, epsilon, delta, *, noise="auto",
     Examples
     --------
     >>> from skuserdp.mean._column_scaled import plan_column_scaled
-    >>> plan = plan_column_scaled(5000, 4, 1.0, 1e-6)
+    >>> plan = plan_column_scaled(10000, 4, 1.0, 1e-6)
     >>> plan.noise, plan.check is not None, round(plan.loss.epsilon, 9)
     ('laplace', True, 1.0)
-    >>> plan_column_scaled(100, 4, 1.0, 1e-6).check is None  # too few users
+    >>> plan_column_scaled(2000, 4, 1.0, 1e-6).check is None  # too few users
     True
     """
     name, full = choose_column_noise(n_users, n_features, epsilon, delta,

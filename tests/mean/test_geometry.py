@@ -82,9 +82,13 @@ def test_narrow_column_error_at_epsilon_one_near_column_scaled(name):
     # the ratio about 22 %; measured ratios 0.40 (Winsorized) to 1.24
     # (CoinPress), so 2 is >= 3.4 SE away from every one of them. Before:
     # CoinPress / auto / Winsorized ~1.0 (the column returned as ~0), ClipNoise 80.
+    # (the reference uses the Gaussian, as ClipNoise and CoinPress do: the
+    # test is about the geometry; ColumnScaled's own choice at 2 columns is
+    # Laplace, whose variance is about 5x smaller here)
     seeds = range(20)
     ref = _narrow_errors(lambda eps, seed: ColumnScaledMeanEstimator(
-        epsilon=eps, bounds=MIXED_BOX, random_state=seed), 1.0, seeds)
+        epsilon=eps, bounds=MIXED_BOX, noise="gaussian", check_clipping=False,
+        random_state=seed), 1.0, seeds)
     errors = _narrow_errors(BOX_ESTIMATORS[name], 1.0, seeds)
     ratio = math.sqrt(np.mean(errors ** 2) / np.mean(ref ** 2))
     assert ratio <= 2.0
