@@ -146,13 +146,13 @@ class CoinPressPlan:
         when the spread is declared.
     final_budget : ZCDP
         Budget of the last release.
+    loss : ZCDP
+        The composition of all budgets.
     top_bin_budget : ZCDP or None
         Budget of the log2 histogram of the users' distances to the last
         centre whose top passing bin may widen the last radius
         (:func:`~skuserdp.mechanisms._top_bin.top_bin_edge`); ``None``
         without it (declared spread, one step, or ``top_bin_share=0``).
-    loss : ZCDP
-        The composition of all budgets.
 
     Examples
     --------

@@ -143,7 +143,7 @@ _N_MIN_Z = 2.0
 class LogRangesPlan:
     """Public plan of a joint log2-histogram range release.
 
-    Attributes
+    Parameters
     ----------
     n_users, n_features : int
         Public sizes.
@@ -231,7 +231,7 @@ class LogRangesPlan:
 class LogRanges:
     """Result of :func:`log_ranges_from_plan`.
 
-    Attributes
+    Parameters
     ----------
     lower, upper : ndarray of shape (n_features,)
         The released range of every column (NaN where ``missing``).
@@ -306,6 +306,7 @@ def plan_log_ranges(n_users, n_features, *, budget, window=None, beta=BETA,
     Returns
     -------
     plan : LogRangesPlan
+        Its grid, noise, thresholds, ``n_min`` and loss (public values only).
 
     Examples
     --------
@@ -559,6 +560,7 @@ def log_ranges_from_plan(U, plan, *, window=None, random_state=None):
     Returns
     -------
     result : LogRanges
+        The released box, the noisy counts and the loss.
 
     Examples
     --------

@@ -567,8 +567,9 @@ def _budget_text(budget):
 
 def learn_box(name, U, budget, random_state, stacklevel=5, feature_names=None,
               total_epsilon=None, margin=0):
-    """``bounds="auto"``: the private box of the columns of ``U`` (one row per
-    user), with the refusals and warnings a user needs.
+    """``bounds="auto"``: the private box of the columns of ``U``, one row per user.
+
+    With the refusals and warnings a user needs.
 
     One joint log2-histogram release of all columns at ``budget``
     (:func:`~skuserdp.mechanisms.plan_log_ranges`,
@@ -709,8 +710,9 @@ def default_bounds_share(n_users, n_features, *, epsilon, delta, zcdp,
 
 def learn_box_for_fit(name, U, *, epsilon, delta, share, zcdp, random_state,
                       approx=False, feature_names=None, stacklevel=5, margin=0):
-    """``bounds="auto"`` of one fit: a share of its budget, the learned box, and
-    what is left for the estimator's own release.
+    """``bounds="auto"`` of one fit: a share of its budget and the learned box.
+
+    And what is left for the estimator's own release.
 
     The share of ``(epsilon, delta)`` and its accounting come from
     :func:`skuserdp.privacy.split_for_log_ranges` (one joint release of
