@@ -167,12 +167,10 @@ class ColumnScaledMeanEstimator(UserLevelMeanEstimator):
         return isinstance(self.bounds, str) and self.bounds == "auto"
 
     def _fit_user_means(self, U, budget):
+        # the base runs this in the box's coordinates scaled to [-1, 1] per
+        # column (UserLevelMeanEstimator._scaled_fit) and maps the result back
         n, d = U.shape
-        if budget.natural_lower is not None:  # already scaled by the base
-            mid, half, scaled = 0.0, 1.0, U   # (U is the base's own copy)
-        else:
-            mid, half = budget.midpoint, budget.half_width
-            scaled = (U - mid) / half  # the box is [-1, 1] in every column
+        scaled = U
         declared = budget.bounds_loss is None
         noise = self.noise
         if isinstance(budget.bounds_loss, ZCDP):
@@ -194,7 +192,7 @@ class ColumnScaledMeanEstimator(UserLevelMeanEstimator):
         z = clip_noise_from_plan(scaled.clip(-1.0, 1.0), plan.release,
                                  random_state=seed)
         self._noise_error = math.sqrt(d * plan.release.noise_variance)
-        return mid + half * z, plan.loss
+        return z, plan.loss
 
     def _warn_clipped(self, noisy, plan, n):
         """Record the released counts of users outside the declared box, and
@@ -309,19 +307,18 @@ def plan_column_scaled(n_users, n_features, epsilon, delta, *, noise="auto",
     """
     name, full = choose_column_noise(n_users, n_features, epsilon, delta,
                                      noise=noise, calibration=calibration)
-    check, release = None, full
-    try:
-        check, release, sens = _plan_check(n_users, n_features, epsilon, delta, name,
-                                           calibration, check_clipping)
-    except (ValueError, OverflowError):  # e.g. ε so small that a part is 0
-        check, release = None, full
+    check = None
+    if check_clipping:
+        try:
+            check, release, sens, tail = _plan_check(n_users, n_features, epsilon,
+                                                     delta, name, calibration)
+        except (ValueError, OverflowError):  # e.g. ε so small that a part is 0
+            check = None
     if check is None:
-        release = full
-    loss = release.loss
-    if check is not None:
+        release, tail, loss = full, None, full.loss
+    else:
         loss = compose(check.privacy(sens), release.loss)
     warn_users = max(1.0, n_users * math.sqrt(release.noise_variance) / 2.0)
-    tail = None if check is None else _noise_tail(check, n_features)
     return ColumnScaledPlan(name, release, check, warn_users, tail, loss)
 
 
@@ -335,25 +332,23 @@ def _noise_tail(noise, n_counts):
                                     kind="laplace")
 
 
-def _plan_check(n_users, n_features, epsilon, delta, name, calibration,
-                check_clipping):
+def _plan_check(n_users, n_features, epsilon, delta, name, calibration):
     """The check's noise, the release's plan on the rest, the count's
-    sensitivity; ``(None, None, None)`` when no informative check runs."""
-    check = release = sens = None
-    if check_clipping:
-        if name == "laplace":
-            eps_check, rest = split_off(PureDP(epsilon), CLIP_CHECK_SHARE)
-            check_budget = PureDP(eps_check)
-            sens = replace_one_count_sensitivity(n_features, "l1")
-        else:
-            check_budget, rest_eps = split_zcdp(epsilon, delta, CLIP_CHECK_SHARE)
-            rest = ApproxDP(rest_eps, delta)
-            sens = replace_one_count_sensitivity(n_features, "l2")
-        candidate = calibrate_noise(check_budget, sens)
-        if _noise_tail(candidate, n_features) <= CLIP_CHECK_MAX_SD * n_users:
-            check = candidate
-            release = _plan_release(n_users, n_features, rest, calibration)
-    return check, release, sens
+    sensitivity and the noise's tail; all ``None`` when the check would not
+    be informative."""
+    if name == "laplace":
+        eps_check, rest = split_off(PureDP(epsilon), CLIP_CHECK_SHARE)
+        check_budget = PureDP(eps_check)
+        sens = replace_one_count_sensitivity(n_features, "l1")
+    else:
+        check_budget, rest_eps = split_zcdp(epsilon, delta, CLIP_CHECK_SHARE)
+        rest = ApproxDP(rest_eps, delta)
+        sens = replace_one_count_sensitivity(n_features, "l2")
+    check = calibrate_noise(check_budget, sens)
+    tail = _noise_tail(check, n_features)
+    if tail > CLIP_CHECK_MAX_SD * n_users:
+        return None, None, None, None
+    return check, _plan_release(n_users, n_features, rest, calibration), sens, tail
 
 
 def _plan_release(n_users, n_features, budget, calibration):
