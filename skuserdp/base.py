@@ -38,6 +38,10 @@ BUDGET_CONSTRAINTS = {
     "n_jobs": [None, Integral],
 }
 
+#: the share of a fit's budget spent on its confidence interval's releases
+#: (0: no interval)
+CI_CONSTRAINTS = {"ci_share": [Interval(Real, 0, 1, closed="left")]}
+
 #: parameter constraints of the public box (declared, or "auto": learned
 #: privately from a share of the budget)
 BOUNDS_CONSTRAINTS = {

@@ -13,6 +13,7 @@ The unit of privacy is the user: two datasets are neighbours when they
 differ in all rows of one user, with the number of users public.
 """
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -28,10 +29,11 @@ from ..base import (
 )
 from ..exceptions import AccuracyWarning
 from ..mechanisms import learn_box_for_fit
-from ..privacy import compose, compose_spend
+from ..inference import ConfidenceIntervalMixin
+from ..privacy import ApproxDP, PureDP, compose, compose_spend, split_off, split_zcdp
 from ..users._resolve import fit_user_means, held_out_user_means
 from ..utils._numeric import quiet_floating_point, stable_norm
-from ..utils._random import fit_random_state
+from ..utils._random import fit_random_state, make_seed_sequence
 from ..utils._validation import check_bounds, feature_labels
 from ..utils._warnings import warn_at_caller
 
@@ -139,7 +141,16 @@ class FitBudget:
         return radius
 
 
-class UserLevelMeanEstimator(UserLevelMixin, BaseEstimator):
+def _compose_any(a, b, delta):
+    """``compose(a, b)``, or :func:`~skuserdp.privacy.compose_spend` at ``delta``
+    when the two kinds do not compose directly (pure with zCDP)."""
+    try:
+        return compose(a, b)
+    except TypeError:
+        return compose_spend([a, b], delta)
+
+
+class UserLevelMeanEstimator(ConfidenceIntervalMixin, UserLevelMixin, BaseEstimator):
     """Base class for user-level differentially private mean estimators.
 
     Subclasses implement ``_fit_user_means(U, budget)``: it receives the
@@ -206,17 +217,124 @@ class UserLevelMeanEstimator(UserLevelMixin, BaseEstimator):
         with quiet_floating_point():  # no warning may depend on the data
             U, n_users = fit_user_means(self, X, y, groups)
             budget = self._resolve_bounds(U)
+            budget, ci_budget = self._split_interval_budget(budget, *U.shape)
             scale = (budget.half_width if budget.lower is not None
                      and self._scales_box() else None)
             if scale is None:
-                mean, loss = self._fit_user_means(U, budget)
+                W, working = U, budget
             else:
-                mean, loss = self._scaled_fit(U, budget)
+                W, working = self._scaled_user_means(U, budget)
+            mean_w, loss = self._fit_user_means(W, working)
+            state = None
+            if ci_budget is not None:
+                state, ci_loss = self._interval_release(W, mean_w, working, ci_budget,
+                                                        loss)
+                loss = _compose_any(loss, ci_loss, budget.total_delta or self.delta)
+            mean = working.to_natural(mean_w)
             loss = budget.total_loss(loss)
+            if state is not None and scale is not None:
+                state = state.scaled(budget.midpoint, budget.half_width)
+            if state is not None:
+                state = dataclasses.replace(state, estimate=np.asarray(mean, float))
+            self._interval_state = state
             self._set_fitted(mean, n_users, loss)
             self._check_box(budget)
             self._check_noise(budget, scale)
             return self
+
+    #: default share of the fit's budget spent on the interval's releases
+    CI_SHARE = 0.05
+
+    def _ci_share(self):
+        """The share of the budget for :meth:`conf_int`'s releases: the
+        ``ci_share`` parameter where the estimator has one, else 0."""
+        share = getattr(self, "ci_share", 0.0)
+        return 0.0 if share is None else float(share)
+
+    def _split_interval_budget(self, budget, n_users, n_features):
+        """Take the interval's share off the estimator's budget (public values).
+
+        With zCDP accounting (δ > 0) the interval gets ``ci_share`` of ρ
+        (:func:`skuserdp.privacy.split_zcdp`); otherwise ``ci_share`` of ε as a
+        pure release (:func:`skuserdp.privacy.split_off`). Returns the
+        estimator's budget and the interval's (``None`` without interval).
+        """
+        share = self._ci_share()
+        if share == 0.0 or not self._offers_interval():
+            self._no_interval_reason = (
+                "it was fitted with ci_share=0 (no interval statistics released)."
+                if share == 0.0 and self._offers_interval() else
+                self._interval_unavailable())
+            return budget, None
+        seed_fit, seed_ci = make_seed_sequence(budget.random_state).spawn(2)
+        if budget.delta > 0 and self._zcdp_accounting(n_users, n_features):
+            ci, rest_eps = split_zcdp(budget.epsilon, budget.delta, share)
+            rest_delta = budget.delta
+        else:
+            eps_ci, rest = split_off(
+                PureDP(budget.epsilon) if budget.delta == 0
+                else ApproxDP(budget.epsilon, budget.delta), share)
+            ci, rest_eps = PureDP(eps_ci), rest.epsilon
+            rest_delta = budget.delta
+        rest = dataclasses.replace(budget, epsilon=rest_eps, delta=rest_delta,
+                                   random_state=seed_fit)
+        return rest, (ci, seed_ci)
+
+    def _offers_interval(self):
+        """Whether this configuration can release a confidence interval."""
+        return self._interval_geometry is not UserLevelMeanEstimator._interval_geometry
+
+    def _interval_unavailable(self):
+        """Why this configuration has no confidence interval (for the error)."""
+        return (f"{type(self).__name__} has no interval construction "
+                "(docs: 'Confidence intervals').")
+
+    def _interval_geometry(self, budget):
+        """The clipping set of the release just made, in its working
+        coordinates: ``{"geometry": "box"}`` (clipped to ``[-1, 1]^d``) or
+        ``{"geometry": "ball", "ball": (c, r), "outer": R_max or None}``."""
+        raise NotImplementedError
+
+    def _interval_noise_law(self, loss):
+        """The law of the release's noise: Laplace under pure DP."""
+        return "laplace" if isinstance(loss, PureDP) else "gaussian"
+
+    def _interval_release(self, W, mean_w, budget, ci, loss):
+        """The interval's releases after the estimate's (``ci``: its budget
+        and seed; ``loss``: the estimate's); returns the :class:`~skuserdp.inference.IntervalState` in
+        the working coordinates and the loss."""
+        from ._intervals import mean_interval_from_plan, plan_mean_interval
+
+        ci_budget, seed = ci
+        err = self.__dict__.get("_noise_error")
+        if err is None:  # (an estimator offering intervals always plans it)
+            raise RuntimeError(f"{type(self).__name__} left no _noise_error.")
+        n, d = W.shape
+        geometry = self._interval_geometry(budget)
+        outer = geometry.get("outer")
+        ball = geometry.get("ball")
+        count = outer is not None and outer > ball[1]
+        plan = plan_mean_interval(n, d, ci_budget, geometry=geometry["geometry"],
+                                  count=count, calibration=self.calibration)
+        noise_std = np.full(d, err / math.sqrt(d))
+        state = mean_interval_from_plan(
+            W, mean_w, plan, noise_std=noise_std,
+            noise_law=self._interval_noise_law(loss),
+            ball=ball, outer=outer if count else None, random_state=seed)
+        return state, plan.loss
+
+    def _scaled_user_means(self, U, budget):
+        """The users' means in the box's per-column scaled coordinates and the
+        budget there (:meth:`_scaled_fit`)."""
+        mid, half = budget.midpoint, budget.half_width
+        d = U.shape[1]
+        Z = np.subtract(U, mid)
+        np.divide(Z, half, out=Z)
+        np.clip(Z, -self._SCALED_LIMIT, self._SCALED_LIMIT, out=Z)  # inf (overflow)
+        scaled = FitBudget(budget.epsilon, budget.delta, -np.ones(d), np.ones(d),
+                           budget.random_state, budget.bounds_loss, budget.total_delta,
+                           budget.lower, budget.upper)
+        return Z, scaled
 
     def _scales_box(self):
         """Whether this configuration works in the box's per-column scaled
@@ -246,14 +364,7 @@ class UserLevelMeanEstimator(UserLevelMixin, BaseEstimator):
         user-level guarantee (replace-one, number of users public), and the
         map back is post-processing. ``U`` is not modified.
         """
-        mid, half = budget.midpoint, budget.half_width
-        d = U.shape[1]
-        Z = np.subtract(U, mid)
-        np.divide(Z, half, out=Z)
-        np.clip(Z, -self._SCALED_LIMIT, self._SCALED_LIMIT, out=Z)  # inf (overflow)
-        scaled = FitBudget(budget.epsilon, budget.delta, -np.ones(d), np.ones(d),
-                           budget.random_state, budget.bounds_loss, budget.total_delta,
-                           budget.lower, budget.upper)
+        Z, scaled = self._scaled_user_means(U, budget)
         z, loss = self._fit_user_means(Z, scaled)
         return scaled.to_natural(z), loss
 

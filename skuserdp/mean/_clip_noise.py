@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.utils._param_validation import Interval, Real
 
-from ..base import BOUNDS_CONSTRAINTS, _box_half_width, _box_midpoint
+from ..base import BOUNDS_CONSTRAINTS, CI_CONSTRAINTS, _box_half_width, _box_midpoint
 from ..mechanisms import add_noise, calibrate_noise, choose_grid, lattice_sensitivity
 from ..mechanisms._additive import _mean_noise_variance
 from ..mechanisms._lattice import encode_sum
@@ -376,17 +376,19 @@ class ClipNoiseMeanEstimator(UserLevelMeanEstimator):
         **BOUNDS_CONSTRAINTS,
         "radius": [None, Interval(Real, 0, None, closed="neither")],
         "center": [None, Real, "array-like"],
+        **CI_CONSTRAINTS,
     }
 
     def __init__(self, epsilon=1.0, delta=1e-6, *, bounds="auto", bounds_share=None,
-                 radius=None, center=None, calibration="tight", random_state=None,
-                 n_jobs=None):
+                 radius=None, center=None, ci_share=0.05, calibration="tight",
+                 random_state=None, n_jobs=None):
         self.epsilon = epsilon
         self.delta = delta
         self.bounds = bounds
         self.bounds_share = bounds_share
         self.radius = radius
         self.center = center
+        self.ci_share = ci_share
         self.calibration = calibration
         self.random_state = random_state
         self.n_jobs = n_jobs
@@ -423,4 +425,18 @@ class ClipNoiseMeanEstimator(UserLevelMeanEstimator):
             n_jobs=self.n_jobs,
         )
         self._noise_error = math.sqrt(d * plan.noise_variance)
+        self._clip_ball = (center, plan.ball, plan.norm)
         return mean, plan.loss
+
+    def _interval_geometry(self, budget):
+        # the ball of the release (ℓ1 under pure DP), in its coordinates; the
+        # users of the box it may cut (a declared radius or centre) bound
+        # the clipping bias
+        center, radius, norm = self.__dict__.pop("_clip_ball")
+        outer = None
+        if budget.lower is not None:
+            corner = np.maximum(np.abs(budget.upper - center),
+                                np.abs(center - budget.lower))
+            outer = float(np.sqrt(corner @ corner) if norm == "l2"
+                          else corner.sum())
+        return {"geometry": "ball", "ball": (center, radius, norm), "outer": outer}

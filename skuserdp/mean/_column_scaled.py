@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.utils._param_validation import StrOptions
 
-from ..base import BOUNDS_CONSTRAINTS
+from ..base import BOUNDS_CONSTRAINTS, CI_CONSTRAINTS
 from ..exceptions import AccuracyWarning
 from ..mechanisms import add_noise, calibrate_noise
 from ..privacy import (
@@ -130,10 +130,11 @@ class ColumnScaledMeanEstimator(UserLevelMeanEstimator):
         **BOUNDS_CONSTRAINTS,
         "noise": [StrOptions({"auto", "laplace", "gaussian"})],
         "check_clipping": ["boolean"],
+        **CI_CONSTRAINTS,
     }
 
     def __init__(self, epsilon=1.0, delta=1e-6, *, bounds="auto", bounds_share=None,
-                 check_clipping=True, noise="auto", calibration="tight",
+                 check_clipping=True, noise="auto", ci_share=0.05, calibration="tight",
                  random_state=None, n_jobs=None):
         self.epsilon = epsilon
         self.delta = delta
@@ -141,6 +142,7 @@ class ColumnScaledMeanEstimator(UserLevelMeanEstimator):
         self.bounds_share = bounds_share
         self.check_clipping = check_clipping
         self.noise = noise
+        self.ci_share = ci_share
         self.calibration = calibration
         self.random_state = random_state
         self.n_jobs = n_jobs
@@ -193,6 +195,10 @@ class ColumnScaledMeanEstimator(UserLevelMeanEstimator):
                                  random_state=seed)
         self._noise_error = math.sqrt(d * plan.release.noise_variance)
         return z, plan.loss
+
+    def _interval_geometry(self, budget):
+        # every user's mean is clipped to the box, [-1, 1]^d here
+        return {"geometry": "box"}
 
     def _warn_clipped(self, noisy, plan, n):
         """Record the released counts of users outside the declared box, and

@@ -27,12 +27,18 @@ import math
 
 import numpy as np
 
-from ..privacy import ZCDP, replace_one_histogram_sensitivity
+from ..privacy import (
+    PureDP,
+    ZCDP,
+    histogram_pass_threshold,
+    replace_one_histogram_sensitivity,
+)
 from ..utils._random import make_seed_sequence
 from ._additive import add_noise
 from ._calibrate import calibrate_noise
 
-__all__ = ["top_bin_threshold", "top_bin_edge", "top_bin_noise"]
+__all__ = ["top_bin_threshold", "top_bin_edge", "top_bin_edge_budget", "top_bin_edges",
+           "top_bin_noise"]
 
 
 def top_bin_noise(rho):
@@ -90,6 +96,12 @@ def top_bin_threshold(noise, n_bins, beta):
 
 
 def top_bin_edge(values, rho, *, base, n_bins, beta=0.01, random_state=None):
+    """See :func:`top_bin_edge_budget` (a ``rho``-zCDP release)."""
+    return top_bin_edge_budget(values, ZCDP(rho), base=base, n_bins=n_bins, beta=beta,
+                               random_state=random_state)
+
+
+def top_bin_edge_budget(values, budget, *, base, n_bins, beta=0.01, random_state=None):
     """Upper edge of the highest passing cell of a private log2 histogram.
 
     Parameters
@@ -97,9 +109,13 @@ def top_bin_edge(values, rho, *, base, n_bins, beta=0.01, random_state=None):
     values : array-like of shape (n_users,)
         One non-negative value per user (``inf`` allowed: the last cell).
         Not modified.
-    rho : float
-        zCDP budget, ``> 0``; the release is ``rho``-zCDP at the user level
-        (replace-one, the number of users public).
+    budget : ZCDP or PureDP
+        The release's budget: discrete Gaussian noise at ρ (threshold
+        :func:`top_bin_threshold`), or discrete Laplace noise at ε (ℓ1
+        sensitivity 2; threshold
+        :func:`~skuserdp.privacy.histogram_pass_threshold` over the
+        ``n_bins − 1`` cells that may pass); the release is that budget at
+        the user level (replace-one, the number of users public).
     base : float
         Public upper edge of cell 0, ``> 0``.
     n_bins : int
@@ -118,20 +134,30 @@ def top_bin_edge(values, rho, *, base, n_bins, beta=0.01, random_state=None):
     Examples
     --------
     >>> import numpy as np
-    >>> from skuserdp.mechanisms._top_bin import top_bin_edge
+    >>> from skuserdp.mechanisms._top_bin import top_bin_edge, top_bin_edge_budget
+    >>> from skuserdp.privacy import PureDP
     >>> v = np.concatenate([np.full(500, 0.5), np.full(200, 5.0)])
     >>> top_bin_edge(v, 10.0, base=1.0, n_bins=8, random_state=0)
     8.0
     >>> top_bin_edge(np.full(700, 0.5), 10.0, base=1.0, n_bins=8,
     ...              random_state=0) is None
     True
+    >>> top_bin_edge_budget(v, PureDP(5.0), base=1.0, n_bins=8, random_state=0)
+    8.0
     """
     base = float(base)
     if not (math.isfinite(base) and base > 0):
         raise ValueError(f"base must be a finite float > 0, got {base!r}.")
     n_bins = int(n_bins)
-    noise = top_bin_noise(rho)
-    k = top_bin_threshold(noise, n_bins, beta)
+    if isinstance(budget, PureDP):
+        noise = calibrate_noise(budget, replace_one_histogram_sensitivity(1, "l1"))
+        if n_bins < 2:
+            raise ValueError(f"n_bins must be >= 2, got {n_bins}.")
+        k = histogram_pass_threshold(float(noise.scale), n_bins - 1, beta,
+                                     kind="laplace")
+    else:
+        noise = top_bin_noise(budget.rho)
+        k = top_bin_threshold(noise, n_bins, beta)
     v = np.asarray(values, dtype=np.float64).ravel()
     # upper edges of cells 0..n_bins-2; searchsorted(side="left") puts a
     # value equal to an edge in the cell it closes; above the top: the last
@@ -143,3 +169,72 @@ def top_bin_edge(values, rho, *, base, n_bins, beta=0.01, random_state=None):
     if passing.size == 0:
         return None
     return base * 2.0 ** int(passing[-1] + 1)
+
+
+def top_bin_edges(values, budget, *, base, n_bins, beta=0.01, random_state=None):
+    """:func:`top_bin_edge_budget` of every column at once: ``d`` histograms.
+
+    Each user lies in one cell of each column's histogram; the ``d``
+    histograms are one release whose replace-one sensitivity is ``2d`` (ℓ1)
+    or ``√(2d)`` (ℓ2) (:func:`~skuserdp.privacy.replace_one_histogram_sensitivity`),
+    with discrete Laplace (pure ε) or discrete Gaussian (ρ-zCDP) noise; the
+    threshold is over the ``d·(n_bins − 1)`` cells that may pass.
+
+    Parameters
+    ----------
+    values : array-like of shape (n_users, n_columns)
+        Non-negative values. Not modified.
+    budget : ZCDP or PureDP
+        The release's budget, at the user level (replace-one, number of
+        users public).
+    base : float
+        Public upper edge of cell 0 of every column, ``> 0``.
+    n_bins : int
+        Public number of cells per column, ``>= 2``.
+    beta : float, default=0.01
+        Probability that some empty cell passes.
+    random_state : int, SeedSequence or None, default=None
+        Noise source.
+
+    Returns
+    -------
+    edges : ndarray of shape (n_columns,)
+        Per column, ``base·2^p`` of its highest passing cell ``p >= 1``;
+        ``nan`` where none passes.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skuserdp.mechanisms._top_bin import top_bin_edges
+    >>> from skuserdp.privacy import ZCDP
+    >>> v = np.column_stack([np.full(2000, 0.3), np.full(2000, 3.0)])
+    >>> top_bin_edges(v, ZCDP(1.0), base=2.0 ** -4, n_bins=8, random_state=0)
+    array([0.5, 4. ])
+    """
+    base = float(base)
+    if not (math.isfinite(base) and base > 0):
+        raise ValueError(f"base must be a finite float > 0, got {base!r}.")
+    n_bins = int(n_bins)
+    if n_bins < 2:
+        raise ValueError(f"n_bins must be >= 2, got {n_bins}.")
+    v = np.asarray(values, dtype=np.float64)
+    d = v.shape[1]
+    if isinstance(budget, PureDP):
+        noise = calibrate_noise(budget, replace_one_histogram_sensitivity(d, "l1"))
+        k = histogram_pass_threshold(float(noise.scale), d * (n_bins - 1), beta,
+                                     kind="laplace")
+    else:
+        noise = calibrate_noise(budget, replace_one_histogram_sensitivity(d, "l2"))
+        k = histogram_pass_threshold(noise.std, d * (n_bins - 1), beta,
+                                     kind="gaussian")
+    edges = base * np.exp2(np.arange(n_bins - 1, dtype=np.float64))
+    cell = np.searchsorted(edges, v, side="left")  # (n, d)
+    counts = np.stack([np.bincount(cell[:, j], minlength=n_bins) for j in range(d)])
+    noisy = add_noise(counts.astype(np.int64).ravel(), noise,
+                      make_seed_sequence(random_state)).reshape(d, n_bins)
+    out = np.full(d, np.nan)
+    for j in range(d):
+        passing = np.flatnonzero(noisy[j, 1:] >= k)
+        if passing.size:
+            out[j] = base * 2.0 ** int(passing[-1] + 1)
+    return out

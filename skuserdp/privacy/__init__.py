@@ -75,6 +75,7 @@ from ._sensitivity import (
     replace_one_mean_sensitivity,
     replace_one_count_sensitivity,
     replace_one_sum_sensitivity,
+    squared_deviation_ball,
 )
 from ._spectral import psd_min_eigenvalue_sensitivity, second_moment_bounds
 
@@ -118,6 +119,7 @@ __all__ = [
     "NORMS",
     "replace_one_sum_sensitivity",
     "replace_one_count_sensitivity",
+    "squared_deviation_ball",
     "replace_one_mean_sensitivity",
     "replace_one_histogram_sensitivity",
     "lattice_contribution_radius",

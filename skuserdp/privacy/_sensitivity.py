@@ -28,6 +28,7 @@ __all__ = [
     "lattice_widened_sensitivity",
     "linf_ball_l2_radius",
     "replace_one_count_sensitivity",
+    "squared_deviation_ball",
 ]
 
 NORMS = ("l1", "l2", "linf")
@@ -244,3 +245,59 @@ def replace_one_count_sensitivity(n_counts, norm):
     _check_norm(norm)
     k = _check_count("n_counts", n_counts)
     return {"l1": float(k), "l2": math.sqrt(k), "linf": 1.0}[norm]
+
+
+def squared_deviation_ball(dim, geometry, norm):
+    """A ball holding every user's normalised squared deviation (interval releases).
+
+    The user-level confidence intervals of the mean estimators release a
+    private second moment ``(1/n) Σ_i q_i`` of ``q_i = ((v_i − θ)/s)∘²``
+    (coordinate-wise squares), where ``v_i`` is user i's clipped mean and
+    ``θ`` a point already released:
+
+    * ``geometry="box"``: ``v_i`` clipped to the box ``[-1, 1]^d``, ``θ`` in
+      it, and ``s_j = 1 + |θ_j|`` per coordinate, so ``q_i ∈ [0, 1]^d``: the
+      ball around ``½·1`` of radius ``√d/2`` (ℓ2) or ``d/2`` (ℓ1);
+    * ``geometry="ball"``: ``v_i`` clipped to an ℓ2 ball of radius ``r``
+      around ``c`` and ``s = r + ‖θ − c‖₂`` (one number), so ``q_i ≥ 0`` with
+      ``Σ_j q_ij = ‖v_i − θ‖²/s² ≤ 1``: inside the ℓ2 (and ℓ1) unit ball
+      around the origin; for ``d ≤ 3`` (ℓ2) and ``d = 1`` (ℓ1) the ball
+      around ``½·1`` of radius ``√d/2`` (``d/2``) is smaller.
+
+    Replacing one user moves one ``q_i`` inside the ball, so the sum moves by
+    at most twice the radius (:func:`replace_one_sum_sensitivity`); the
+    lattice widening is added by the release's plan.
+
+    Parameters
+    ----------
+    dim : int
+        Number of coordinates, ``>= 1``.
+    geometry : {"box", "ball"}
+        The clipping set of the users' means (above).
+    norm : {"l1", "l2"}
+        The norm of the ball.
+
+    Returns
+    -------
+    center : float
+        Every coordinate of the ball's centre.
+    radius : float
+        Its radius in ``norm``.
+
+    Examples
+    --------
+    >>> from skuserdp.privacy import squared_deviation_ball
+    >>> squared_deviation_ball(4, "box", "l2"), squared_deviation_ball(4, "box", "l1")
+    ((0.5, 1.0), (0.5, 2.0))
+    >>> squared_deviation_ball(9, "ball", "l2"), squared_deviation_ball(2, "ball", "l2")
+    ((0.0, 1.0), (0.5, 0.7071067811865476))
+    """
+    d = _check_count("dim", dim)
+    if norm not in ("l1", "l2"):
+        raise ValueError(f"norm must be 'l1' or 'l2', got {norm!r}.")
+    half = math.sqrt(d) / 2.0 if norm == "l2" else d / 2.0
+    if geometry == "box":
+        return 0.5, half
+    if geometry == "ball":
+        return (0.5, half) if half < 1.0 or d == 1 else (0.0, 1.0)
+    raise ValueError(f"geometry must be 'box' or 'ball', got {geometry!r}.")
