@@ -30,8 +30,10 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy import integrate, optimize, special, stats
-from sklearn.utils._param_validation import Interval, Real, validate_params
 from sklearn.utils.validation import check_is_fitted
+
+from ..exceptions import AccuracyWarning
+from ..utils._warnings import warn_at_caller
 
 __all__ = ["IntervalState", "wald_half_width", "ConfidenceIntervalMixin"]
 
@@ -158,6 +160,11 @@ class IntervalState:
     bias_bound : ndarray of shape (k,)
         Bound on the absolute clipping bias (from a private count); 0 when
         none is allowed for.
+    caveat : str
+        A warning :meth:`ConfidenceIntervalMixin.conf_int` raises
+        (:class:`~skuserdp.exceptions.AccuracyWarning`) every time, when the
+        interval covers less than the population quantity (e.g. the clipped
+        mean of a learned box); empty otherwise.
     bias_level : float
         Probability that ``bias_bound`` fails (it came from a noisy count):
         the Wald part is then computed at ``alpha − bias_level``.
@@ -182,6 +189,7 @@ class IntervalState:
     method: str = "wald"
     estimand: str = "the mean of the users' means"
     bias_level: float = 0.0
+    caveat: str = ""
 
     @property
     def std(self):
@@ -215,7 +223,7 @@ class IntervalState:
         return IntervalState(center + scale * self.estimate, scale * self.sampling_std,
                              scale * self.noise_std, scale * self.laplace_scale,
                              scale * self.bias_bound, self.df, draws, self.method,
-                             self.estimand, self.bias_level)
+                             self.estimand, self.bias_level, self.caveat)
 
 
 class ConfidenceIntervalMixin:
@@ -272,7 +280,10 @@ class ConfidenceIntervalMixin:
             names, with columns ``"lower"`` and ``"upper"``, when the
             estimator was fitted on a DataFrame.
         """
-        lo, hi = self._state().bounds(alpha)
+        state = self._state()
+        lo, hi = state.bounds(alpha)
+        if state.caveat:
+            warn_at_caller(f"{type(self).__name__}: {state.caveat}", AccuracyWarning)
         ci = np.column_stack([lo, hi])
         labels = self._interval_labels()
         if labels is None or not hasattr(self, "feature_names_in_"):

@@ -37,7 +37,7 @@ import numpy as np
 
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ..base import BOUNDS_CONSTRAINTS
+from ..base import BOUNDS_CONSTRAINTS, CI_CONSTRAINTS
 from ..privacy import ZCDP, zcdp_rho_for
 from ..utils._docstrings import fill_doc
 from ..utils._validation import check_center
@@ -307,6 +307,7 @@ class UserMeanEstimator(UserLevelMeanEstimator):
         "moment_bound": [None, Interval(Real, 0, None, closed="neither")],
         "corrupted_fraction": [Interval(Real, 0, 0.5, closed="left")],
         "calibration": [StrOptions({"tight"})],
+        **CI_CONSTRAINTS,
     }
 
     #: the largest minimum of the estimators it may delegate to
@@ -315,7 +316,7 @@ class UserMeanEstimator(UserLevelMeanEstimator):
     def __init__(self, epsilon=1.0, delta=1e-6, *, method="auto", bounds="auto",
                  bounds_share=None, radius=None, center=None, samples_per_user=None,
                  moment_order=None, moment_bound=None, corrupted_fraction=0.0,
-                 calibration="tight", random_state=None, n_jobs=None):
+                 ci_share=0.05, calibration="tight", random_state=None, n_jobs=None):
         self.epsilon = epsilon
         self.delta = delta
         self.method = method
@@ -327,6 +328,7 @@ class UserMeanEstimator(UserLevelMeanEstimator):
         self.moment_order = moment_order
         self.moment_bound = moment_bound
         self.corrupted_fraction = corrupted_fraction
+        self.ci_share = ci_share
         self.calibration = calibration
         self.random_state = random_state
         self.n_jobs = n_jobs
@@ -376,6 +378,25 @@ class UserMeanEstimator(UserLevelMeanEstimator):
 
     def _needs_bounds(self):
         return self._delegate_._needs_bounds()
+
+    def _offers_interval(self):
+        return self._delegate_._offers_interval()
+
+    def _interval_unavailable(self):
+        return self._delegate_._interval_unavailable()
+
+    def _interval_geometry(self, budget):
+        return self.estimator_._interval_geometry(budget)
+
+    def _set_fitted(self, mean, n_users, loss):
+        super()._set_fitted(mean, n_users, loss)
+        # the delegate reports the whole fit too: its spend and its interval
+        est = self.estimator_
+        est._set_spend(loss)
+        est._interval_state = self._interval_state
+        if hasattr(self, "_no_interval_reason"):
+            est._no_interval_reason = self._no_interval_reason
+        return self
 
     def _zcdp_accounting(self, n_users, n_features):
         return self._delegate_._zcdp_accounting(n_users, n_features)

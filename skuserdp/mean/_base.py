@@ -150,6 +150,15 @@ def _compose_any(a, b, delta):
         return compose_spend([a, b], delta)
 
 
+#: conf_int's warning after a fit whose box was learned (bounds="auto")
+LEARNED_BOX_CAVEAT = (
+    "the box was learned privately (bounds='auto'), so the interval covers the "
+    "mean of the users' means clipped to bounds_, not the population mean: the "
+    "users outside the learned box (a few per column, more on heavy-tailed "
+    "columns) are clipped by an amount no release bounds. Declare bounds (in "
+    "the units of X) to cover the population mean.")
+
+
 class UserLevelMeanEstimator(ConfidenceIntervalMixin, UserLevelMixin, BaseEstimator):
     """Base class for user-level differentially private mean estimators.
 
@@ -235,7 +244,9 @@ class UserLevelMeanEstimator(ConfidenceIntervalMixin, UserLevelMixin, BaseEstima
             if state is not None and scale is not None:
                 state = state.scaled(budget.midpoint, budget.half_width)
             if state is not None:
-                state = dataclasses.replace(state, estimate=np.asarray(mean, float))
+                state = dataclasses.replace(
+                    state, estimate=np.asarray(mean, float),
+                    caveat=LEARNED_BOX_CAVEAT if budget.bounds_loss is not None else "")
             self._interval_state = state
             self._set_fitted(mean, n_users, loss)
             self._check_box(budget)
@@ -282,7 +293,7 @@ class UserLevelMeanEstimator(ConfidenceIntervalMixin, UserLevelMixin, BaseEstima
 
     def _offers_interval(self):
         """Whether this configuration can release a confidence interval."""
-        return self._interval_geometry is not UserLevelMeanEstimator._interval_geometry
+        return type(self)._interval_geometry is not UserLevelMeanEstimator._interval_geometry
 
     def _interval_unavailable(self):
         """Why this configuration has no confidence interval (for the error)."""

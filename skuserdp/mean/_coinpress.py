@@ -59,7 +59,7 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ..base import BOUNDS_CONSTRAINTS
+from ..base import BOUNDS_CONSTRAINTS, CI_CONSTRAINTS
 from ..mechanisms._top_bin import top_bin_edge
 from ..privacy import ZCDP, compose, split_zcdp_shares, zcdp_rho_for
 from ..utils._docstrings import fill_doc
@@ -397,7 +397,8 @@ def coinpress_step_users(plan):
 
 def coinpress_mean(user_means, plan, *, center, radius0, spread=None,
                    scale_factor=1.2, final_scale_factor=None, beta=0.01, box=None,
-                   top_bin_factor=TOP_BIN_FACTOR, random_state=None, n_jobs=None):
+                   top_bin_factor=TOP_BIN_FACTOR, random_state=None, n_jobs=None,
+                   return_last_ball=False):
     """Run a planned CoinPress estimate on per-user means (pure-function core).
 
     Parameters
@@ -441,6 +442,10 @@ def coinpress_mean(user_means, plan, *, center, radius0, spread=None,
         Noise source.
     n_jobs : int, default=None
         Workers of the noise sampling.
+    return_last_ball : bool, default=False
+        Also return ``(center, radius)`` of the last release's clipping ball
+        (released values: the interval of :meth:`CoinPressMeanEstimator.conf_int`
+        is built on that step).
 
     Returns
     -------
@@ -513,8 +518,11 @@ def coinpress_mean(user_means, plan, *, center, radius0, spread=None,
                                    top_bin_factor, root.spawn(1)[0]))
     fplan = plan_clip_noise(n, d, budget=plan.final_budget, radius=r + s)
     radii.append(r + s)
+    last_center = c
     c = project(clip_noise_from_plan(U, fplan, center=c, random_state=seeds[-1],
                                      n_jobs=n_jobs))
+    if return_last_ball:
+        return c, np.array(radii), (last_center, r + s)
     return c, np.array(radii)
 
 
@@ -691,12 +699,14 @@ class CoinPressMeanEstimator(UserLevelMeanEstimator):
         "top_bin_share": [Interval(Real, 0, 1, closed="left")],
         "beta": [Interval(Real, 0, 1, closed="neither")],
         "calibration": [StrOptions({"tight"})],
+        **CI_CONSTRAINTS,
     }
 
     def __init__(self, epsilon=1.0, delta=1e-6, *, bounds="auto", bounds_share=None,
                  radius=None, n_steps="auto", final_share=0.75, spread_share=0.3,
                  scale_factor=1.2, final_scale_factor=None, top_bin_share=0.2,
-                 beta=0.01, calibration="tight", random_state=None, n_jobs=None):
+                 beta=0.01, ci_share=0.05, calibration="tight", random_state=None,
+                 n_jobs=None):
         self.epsilon = epsilon
         self.delta = delta
         self.bounds = bounds
@@ -709,6 +719,7 @@ class CoinPressMeanEstimator(UserLevelMeanEstimator):
         self.final_scale_factor = final_scale_factor
         self.top_bin_share = top_bin_share
         self.beta = beta
+        self.ci_share = ci_share
         self.calibration = calibration
         self.random_state = random_state
         self.n_jobs = n_jobs
@@ -736,15 +747,26 @@ class CoinPressMeanEstimator(UserLevelMeanEstimator):
             spread_share=self.spread_share,
             declared_spread=self.radius is not None,
             top_bin_share=self.top_bin_share)
-        mean, self.radii_ = coinpress_mean(
+        mean, self.radii_, last_ball = coinpress_mean(
             U, plan, center=center, radius0=radius0, spread=self.radius,
             scale_factor=self.scale_factor,
             final_scale_factor=self.final_scale_factor, beta=self.beta,
             box=(budget.lower, budget.upper),
-            random_state=budget.random_state, n_jobs=self.n_jobs)
+            random_state=budget.random_state, n_jobs=self.n_jobs,
+            return_last_ball=True)
+        self._last_ball = last_ball
         self.n_steps_ = n_steps
         # the last release's noise (its radius is a public function of earlier
         # releases)
         last = plan_clip_noise(n, d, budget=plan.final_budget, radius=self.radii_[-1])
         self._noise_error = math.sqrt(d * last.noise_variance)
         return mean, plan.loss
+
+    def _interval_geometry(self, budget):
+        # the last release clips the users to the ball (c_T, r_T) around its
+        # last (released) centre; the users of the box outside it are counted
+        # privately to bound the clipping bias (R_max: the farthest corner)
+        center, radius = self.__dict__.pop("_last_ball")
+        corner = np.maximum(np.abs(budget.upper - center), np.abs(center - budget.lower))
+        return {"geometry": "ball", "ball": (center, radius, "l2"),
+                "outer": float(np.sqrt(corner @ corner))}

@@ -27,6 +27,7 @@ from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils._param_validation import Integral, Interval, Real, StrOptions
 
 from ..base import BUDGET_CONSTRAINTS, UserLevelMixin
+from ..inference import ConfidenceIntervalMixin
 from ..privacy import ApproxDP
 from ..users._aggregate import user_class_counts
 from ..users._column import split_groups_column
@@ -100,7 +101,7 @@ def _column_dtype(meta):
 
 
 @fill_doc
-class DiscreteDistributionEstimator(UserLevelMixin, BaseEstimator):
+class DiscreteDistributionEstimator(ConfidenceIntervalMixin, UserLevelMixin, BaseEstimator):
     """User-level private distribution of one categorical column (EMN Cor. 8).
 
     Each user's rows give that user's class frequencies; the estimate is a
@@ -182,6 +183,13 @@ class DiscreteDistributionEstimator(UserLevelMixin, BaseEstimator):
         "alpha": [Interval(Real, 0, 1, closed="neither")],
     }
     _min_users = 2
+
+    #: why conf_int refuses (ConfidenceIntervalMixin)
+    _no_interval_reason = (
+        "its estimate is projected onto the probability simplex after the "
+        "few-users or Winsorized release, neither of which has an interval "
+        "(docs: 'Confidence intervals'); the per-class frequencies as columns "
+        "of UserMeanEstimator with bounds (0, 1) give intervals.")
 
     def __init__(self, classes=None, epsilon=1.0, delta=1e-6, *, samples_per_user=1,
                  route="auto", alpha=0.1, calibration="tight", random_state=None,

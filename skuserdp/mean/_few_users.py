@@ -1366,6 +1366,14 @@ class FewUsersBallEstimator(UserLevelMeanEstimator):
         self.random_state = random_state
         self.n_jobs = n_jobs
 
+    def _interval_unavailable(self):
+        return (
+                "the few-users estimator's error comes from sampling a point of a "
+                "ball around the users' means (a rejection sampler), not from "
+                "additive noise of a known law, and with few users the sampling of "
+                "the users is not normal: no valid interval is known for it (docs: "
+                "'Confidence intervals'). With a box, UserMeanEstimator gives one.")
+
     def _fit_user_means(self, U, budget):
         if self.radius is None:
             raise ValueError(

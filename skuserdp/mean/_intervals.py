@@ -67,14 +67,14 @@ __all__ = ["MeanIntervalPlan", "plan_mean_interval", "mean_interval_from_plan",
 COUNT_SHARE = 0.25
 
 #: share of the rest spent on the private scale of the deviations
-SCALE_SHARE = 0.3
+SCALE_SHARE = 0.5
 
 #: the deviations are clipped at no less than this many noise standard
 #: deviations times √n (public)
 PUBLIC_SCALE = 4.0
 
-#: cells of the scale's log2 histogram (from 2^-(SCALE_BINS-1) of the bound)
-SCALE_BINS = 21
+#: cells of the scale's log4 histogram (from 4^-(SCALE_BINS-1) of the bound)
+SCALE_BINS = 11
 
 #: probability that an empty cell of that histogram passes
 SCALE_BETA = 0.01
@@ -235,11 +235,14 @@ def mean_interval_from_plan(W, estimate, plan, *, noise_std, noise_law, ball=Non
     # ball's radius plus θ's distance from its centre)
     E = np.abs(V - theta) / s
     seed_scale, seed_var, seed_count = make_seed_sequence(random_state).spawn(3)
-    edges = top_bin_edges(E, plan.scale, base=2.0 ** -(SCALE_BINS - 1),
+    # log4 cells: the histogram of log2(e) / 2
+    edges = top_bin_edges(np.sqrt(E), plan.scale, base=2.0 ** -(SCALE_BINS - 1),
                           n_bins=SCALE_BINS, beta=SCALE_BETA, random_state=seed_scale)
-    # one cell above the top passing one (the users of the cells that did not
-    # pass, fewer than the threshold each, are then mostly inside too)
-    R = np.where(np.isnan(edges), 1.0, np.minimum(1.0, 2.0 * edges))
+    edges = edges ** 2
+    # the top edge of the highest passing cell: a factor 4 above its lower
+    # edge (the users of the cells that did not pass are fewer than the
+    # threshold each)
+    R = np.where(np.isnan(edges), 1.0, np.minimum(1.0, edges))
     Q = (np.minimum(E, R) / R) ** 2  # in [0, 1]^d
     qbar = clip_noise_from_plan(Q, plan.variance, center=np.full(d, plan.center),
                                 random_state=seed_var)

@@ -2178,6 +2178,14 @@ class ThreadedClipNoiseEstimator(UserLevelMeanEstimator):
             "Please declare tighter bounds (in the units of the data), or use "
             "delta > 0 (no box needed).")
 
+    def _interval_unavailable(self):
+        return (
+                "the threaded estimator clips at radii set by the declared moment "
+                "bound, and the bias of that clipping depends on the unknown moments "
+                "of the users' rows: no bound on it is released, so no valid interval"
+                " is offered (docs: 'Confidence intervals'). With a box, "
+                "UserMeanEstimator gives one.")
+
     def _fit_user_means(self, U, budget):
         n, d = U.shape
         eps, delta = budget.epsilon, budget.delta

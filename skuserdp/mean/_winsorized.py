@@ -1066,6 +1066,14 @@ class WinsorizedMeanEstimator(UserLevelMeanEstimator):
         # "bounded" (rows in the box, which holds in the scaled box) scale.
         return isinstance(self.tau, str) and self.tau in ("auto", "bounded")
 
+    def _interval_unavailable(self):
+        return (
+                "the Winsorized mean clips every coordinate to a privately placed "
+                "interval whose clipping bias is not bounded by any release, so no "
+                "valid interval is offered (docs: 'Confidence intervals'). With a "
+                "box, UserMeanEstimator (per-column) or ClipNoiseMeanEstimator gives "
+                "one.")
+
     def _fit_user_means(self, U, budget):
         # the box is centred at the origin for the pure core
         mid = budget.midpoint
