@@ -256,21 +256,31 @@ class UserLevelMeanEstimator(ConfidenceIntervalMixin, UserLevelMixin, BaseEstima
     #: default share of the fit's budget spent on the interval's releases
     CI_SHARE = 0.05
 
-    def _ci_share(self):
+    def _ci_share(self, budget, n_users, n_features, zcdp):
         """The share of the budget for :meth:`conf_int`'s releases: the
-        ``ci_share`` parameter where the estimator has one, else 0."""
+        ``ci_share`` parameter where the estimator has one (``"auto"``:
+        :func:`~skuserdp.mean._intervals.choose_ci_share`, public values),
+        else 0."""
         share = getattr(self, "ci_share", 0.0)
+        if isinstance(share, str):  # "auto"
+            from ._intervals import choose_ci_share
+
+            return choose_ci_share(n_users, n_features, budget.epsilon, budget.delta,
+                                   zcdp=zcdp)
         return 0.0 if share is None else float(share)
 
     def _split_interval_budget(self, budget, n_users, n_features):
         """Take the interval's share off the estimator's budget (public values).
 
-        With zCDP accounting (δ > 0) the interval gets ``ci_share`` of ρ
+        With zCDP accounting (δ > 0, ``calibration="tight"``) the interval gets
+        ``ci_share`` of ρ
         (:func:`skuserdp.privacy.split_zcdp`); otherwise ``ci_share`` of ε as a
         pure release (:func:`skuserdp.privacy.split_off`). Returns the
         estimator's budget and the interval's (``None`` without interval).
         """
-        share = self._ci_share()
+        zcdp = (budget.delta > 0 and self._zcdp_accounting(n_users, n_features)
+                and self.calibration == "tight")
+        share = self._ci_share(budget, n_users, n_features, zcdp)
         if share == 0.0 or not self._offers_interval():
             self._no_interval_reason = (
                 "it was fitted with ci_share=0 (no interval statistics released)."
@@ -278,8 +288,15 @@ class UserLevelMeanEstimator(ConfidenceIntervalMixin, UserLevelMixin, BaseEstima
                 self._interval_unavailable())
             return budget, None
         seed_fit, seed_ci = make_seed_sequence(budget.random_state).spawn(2)
-        if budget.delta > 0 and self._zcdp_accounting(n_users, n_features):
-            ci, rest_eps = split_zcdp(budget.epsilon, budget.delta, share)
+        if zcdp:
+            try:
+                ci, rest_eps = split_zcdp(budget.epsilon, budget.delta, share)
+            except ValueError:  # ε far below δ: a part would be worth ε 0
+                self._no_interval_reason = (
+                    f"epsilon={self.epsilon!r} is too small for delta={self.delta!r} "
+                    "to split off the interval's share in zCDP (a part would be "
+                    "worth epsilon 0); the whole budget went to the estimate.")
+                return budget, None
             rest_delta = budget.delta
         else:
             eps_ci, rest = split_off(

@@ -380,7 +380,7 @@ class ClipNoiseMeanEstimator(UserLevelMeanEstimator):
     }
 
     def __init__(self, epsilon=1.0, delta=1e-6, *, bounds="auto", bounds_share=None,
-                 radius=None, center=None, ci_share=0.05, calibration="tight",
+                 radius=None, center=None, ci_share="auto", calibration="tight",
                  random_state=None, n_jobs=None):
         self.epsilon = epsilon
         self.delta = delta

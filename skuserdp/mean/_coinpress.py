@@ -705,7 +705,7 @@ class CoinPressMeanEstimator(UserLevelMeanEstimator):
     def __init__(self, epsilon=1.0, delta=1e-6, *, bounds="auto", bounds_share=None,
                  radius=None, n_steps="auto", final_share=0.75, spread_share=0.3,
                  scale_factor=1.2, final_scale_factor=None, top_bin_share=0.2,
-                 beta=0.01, ci_share=0.05, calibration="tight", random_state=None,
+                 beta=0.01, ci_share="auto", calibration="tight", random_state=None,
                  n_jobs=None):
         self.epsilon = epsilon
         self.delta = delta

@@ -134,7 +134,7 @@ class ColumnScaledMeanEstimator(UserLevelMeanEstimator):
     }
 
     def __init__(self, epsilon=1.0, delta=1e-6, *, bounds="auto", bounds_share=None,
-                 check_clipping=True, noise="auto", ci_share=0.05, calibration="tight",
+                 check_clipping=True, noise="auto", ci_share="auto", calibration="tight",
                  random_state=None, n_jobs=None):
         self.epsilon = epsilon
         self.delta = delta

@@ -52,6 +52,8 @@ from ..privacy import (
     compose,
     histogram_pass_threshold,
     replace_one_count_sensitivity,
+    replace_one_histogram_sensitivity,
+    zcdp_rho_for,
     split_off,
     split_zcdp_shares,
     squared_deviation_ball,
@@ -60,7 +62,13 @@ from ..utils._random import make_seed_sequence
 from ._clip_noise import clip_noise_from_plan, plan_clip_noise
 
 __all__ = ["MeanIntervalPlan", "plan_mean_interval", "mean_interval_from_plan",
-           "BIAS_LEVEL", "COUNT_SHARE"]
+           "choose_ci_share", "BIAS_LEVEL", "COUNT_SHARE"]
+
+#: ci_share="auto" takes the smallest share in [CI_SHARE_MIN, CI_SHARE_MAX]
+#: whose scale step can pass a cell holding SCALE_CELL_USERS of the users
+CI_SHARE_MIN = 0.05
+CI_SHARE_MAX = 0.25
+SCALE_CELL_USERS = 0.25
 
 #: share of the interval's budget spent on the clipped-users count (when the
 #: clipping set may cut users inside the box)
@@ -163,6 +171,63 @@ def plan_mean_interval(n_users, n_features, budget, *, geometry="box", count=Fal
     losses.append(variance.loss)
     return MeanIntervalPlan(geometry, variance, center, noise, scale_budget,
                             compose(*losses))
+
+
+def scale_threshold(n_features, budget):
+    """The count a cell of the scale's histograms must reach to pass, at the
+    scale step's ``budget`` (public: :func:`top_bin_edges`'s threshold)."""
+    d = int(n_features)
+    if isinstance(budget, PureDP):
+        noise = calibrate_noise(budget, replace_one_histogram_sensitivity(d, "l1"))
+        return histogram_pass_threshold(float(noise.scale), d * (SCALE_BINS - 1),
+                                        SCALE_BETA, kind="laplace")
+    noise = calibrate_noise(budget, replace_one_histogram_sensitivity(d, "l2"))
+    return histogram_pass_threshold(noise.std, d * (SCALE_BINS - 1), SCALE_BETA,
+                                    kind="gaussian")
+
+
+def choose_ci_share(n_users, n_features, epsilon, delta, *, zcdp):
+    """``ci_share="auto"``: the interval's share of the budget, from public values.
+
+    The interval is only as good as its private scale of the deviations
+    (without it the private variance is released over the whole box and its
+    noise swamps the users' variance). The rule takes the smallest share in
+    ``[CI_SHARE_MIN, CI_SHARE_MAX]`` with which a cell of the scale step's
+    histograms holding ``SCALE_CELL_USERS`` of the users passes its
+    threshold (the deviations of most users lie within a factor 4, one
+    cell), or ``CI_SHARE_MAX`` when none does.
+
+    Parameters
+    ----------
+    n_users, n_features : int
+        Public shape.
+    epsilon, delta : float
+        The fit's budget (after any bounds step).
+    zcdp : bool
+        Whether the split is in zCDP (ρ shares) or in pure ε.
+
+    Returns
+    -------
+    share : float
+
+    Examples
+    --------
+    >>> from skuserdp.mean._intervals import choose_ci_share
+    >>> choose_ci_share(3000, 1, 1.0, 1e-6, zcdp=False)
+    0.05
+    >>> choose_ci_share(300, 1, 1.0, 1e-6, zcdp=False)
+    0.25
+    """
+    for share in np.linspace(CI_SHARE_MIN, CI_SHARE_MAX, 9):
+        if zcdp:
+            ci = split_zcdp_shares(ZCDP(zcdp_rho_for(epsilon, delta)),
+                                   [share, 1 - share])[0]
+        else:
+            ci = PureDP(share * epsilon)
+        scale = _split(ci, SCALE_SHARE)[0]
+        if scale_threshold(n_features, scale) <= SCALE_CELL_USERS * n_users:
+            return float(round(share, 6))
+    return CI_SHARE_MAX
 
 
 def _split(budget, share):
