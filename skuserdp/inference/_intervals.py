@@ -250,10 +250,12 @@ class ConfidenceIntervalMixin:
 
     @property
     def bse_(self):
-        """Standard errors: the standard deviation of the estimate's error from
-        the sampling of users and the privacy noise (the bias bound, when
-        there is one, widens :meth:`conf_int` but is not in ``bse_``); one
-        per row of :meth:`conf_int`."""
+        """Standard errors, one per row of :meth:`conf_int`.
+
+        The standard deviation of the estimate's error from the sampling of
+        users and the privacy noise (the bias bound, when there is one,
+        widens :meth:`conf_int` but is not in ``bse_``).
+        """
         return self._state().std
 
     def conf_int(self, alpha=0.05):

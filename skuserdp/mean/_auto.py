@@ -255,6 +255,7 @@ class UserMeanEstimator(UserLevelMeanEstimator):
         every column (measured with the earlier CoinPress default in
         ``bench_means.py --parts corrupted``, ``benchmarks/README.md``; a
         robust default is issue 31's).
+    {ci_share}
     calibration : {{"tight"}}, default="tight"
         zCDP accounting with optimal conversions, passed to the estimator
         chosen (CoinPress has no ``"paper"`` setting).

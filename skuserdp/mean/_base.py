@@ -253,7 +253,7 @@ class UserLevelMeanEstimator(ConfidenceIntervalMixin, UserLevelMixin, BaseEstima
             self._check_noise(budget, scale)
             return self
 
-    #: default share of the fit's budget spent on the interval's releases
+    #: Default share of the fit's budget spent on the interval's releases.
     CI_SHARE = 0.05
 
     def _ci_share(self, budget, n_users, n_features, zcdp):

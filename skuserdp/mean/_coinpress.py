@@ -600,6 +600,7 @@ class CoinPressMeanEstimator(UserLevelMeanEstimator):
     beta : float, default=0.01
         Failure probability of each step's tail radius (only when
         ``radius`` is declared).
+    {ci_share}
     calibration : {{"tight"}}, default="tight"
         zCDP accounting with the optimal conversion. There is no
         ``"paper"`` setting: the paper's text (its budget split and radius

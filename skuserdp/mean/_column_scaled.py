@@ -81,6 +81,12 @@ class ColumnScaledMeanEstimator(UserLevelMeanEstimator):
         discrete Gaussian release of all columns (``delta > 0`` only);
         ``"auto"`` picks the one with the smaller variance from the public
         plan (Laplace when ``delta == 0``).
+    ci_share : float, default=0.05
+        Share of the budget (of ρ under zCDP accounting, of ε otherwise)
+        spent in ``fit`` on the private statistics of :meth:`conf_int` and
+        ``bse_`` (a private variance of the users' clipped means). ``0``
+        releases none: the whole budget goes to the mean and ``conf_int`` is
+        unavailable.
     calibration : {"tight", "paper"}, default="tight"
         Calibration of the Gaussian noise for ``delta > 0``.
     random_state : int, RandomState, SeedSequence or None, default=None

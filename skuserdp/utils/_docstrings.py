@@ -67,6 +67,12 @@ bounds : "auto" or tuple (lower, upper), default="auto"
     feature gets a flat box and an
     :class:`~skuserdp.exceptions.AccuracyWarning`.
     ``ValueError``. Never computed from the data without privacy.""",
+    "ci_share": """\
+ci_share : float, default=0.05
+    Share of the budget (of ρ under zCDP accounting, of ε otherwise) spent
+    in ``fit`` on the private statistics of :meth:`conf_int` and ``bse_``
+    (a private variance of the users' clipped means). ``0`` releases none:
+    the whole budget goes to the mean and ``conf_int`` is unavailable.""",
     "bounds_share": """\
 bounds_share : float, default=None
     Share of the budget spent learning ``bounds="auto"``: of ρ when the
