@@ -40,7 +40,9 @@ BUDGET_CONSTRAINTS = {
 
 #: the share of a fit's budget spent on its confidence interval's releases
 #: (0: no interval)
-CI_CONSTRAINTS = {"ci_share": [StrOptions({"auto"}), Interval(Real, 0, 1, closed="left")]}
+CI_CONSTRAINTS = {
+    "ci_share": [StrOptions({"auto"}), Interval(Real, 0, 1, closed="left")],
+}
 
 #: parameter constraints of the public box (declared, or "auto": learned
 #: privately from a share of the budget)

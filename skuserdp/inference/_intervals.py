@@ -39,7 +39,8 @@ __all__ = ["IntervalState", "wald_half_width", "ConfidenceIntervalMixin"]
 
 
 def _check_alpha(alpha):
-    if isinstance(alpha, (bool, np.bool_)) or not isinstance(alpha, (int, float, np.number)) \
+    if isinstance(alpha, (bool, np.bool_)) \
+            or not isinstance(alpha, (int, float, np.number)) \
             or not 0.0 < float(alpha) < 1.0:
         raise ValueError(f"alpha must be a number in (0, 1), got {alpha!r}.")
     return float(alpha)
@@ -73,13 +74,17 @@ def _coverage(h, sd, laplace, bias, df):
         return gauss(0.0)
     if sd == 0.0:  # the Laplace CDF at the ends of [-h - bias, h - bias]
         def lap_cdf(x):
-            return 1 - 0.5 * math.exp(-x / laplace) if x >= 0 else 0.5 * math.exp(x / laplace)
+            if x >= 0:
+                return 1 - 0.5 * math.exp(-x / laplace)
+            return 0.5 * math.exp(x / laplace)
         return lap_cdf(h - bias) - lap_cdf(-h - bias)
     if df is None:
         return (_normal_laplace_cdf(h - bias, sd, laplace)
                 - _normal_laplace_cdf(-h - bias, sd, laplace))
     # E over the Laplace noise: density exp(-|c|/l)/(2l); substitute c = ±l·u
-    f = lambda u: 0.5 * math.exp(-u) * (gauss(laplace * u) + gauss(-laplace * u))  # noqa: E731
+
+    def f(u):
+        return 0.5 * math.exp(-u) * (gauss(laplace * u) + gauss(-laplace * u))
     return integrate.quad(f, 0.0, math.inf, limit=200, epsabs=1e-12, epsrel=1e-10)[0]
 
 
@@ -128,7 +133,8 @@ def wald_half_width(alpha, sd, laplace=0.0, bias=0.0, df=None):
     if sd == 0.0 and laplace == 0.0:
         return bias
     if laplace == 0.0 and bias == 0.0:
-        q = special.ndtri(1 - alpha / 2) if df is None else stats.t.ppf(1 - alpha / 2, df)
+        q = (special.ndtri(1 - alpha / 2) if df is None
+             else stats.t.ppf(1 - alpha / 2, df))
         return float(sd * q)
     # the half-width is at most bias + the sum of the parts' quantiles
     z = special.ndtri(1 - alpha / 4) if df is None else stats.t.ppf(1 - alpha / 4, df)

@@ -310,7 +310,8 @@ class UserLevelMeanEstimator(ConfidenceIntervalMixin, UserLevelMixin, BaseEstima
 
     def _offers_interval(self):
         """Whether this configuration can release a confidence interval."""
-        return type(self)._interval_geometry is not UserLevelMeanEstimator._interval_geometry
+        base = UserLevelMeanEstimator._interval_geometry
+        return type(self)._interval_geometry is not base
 
     def _interval_unavailable(self):
         """Why this configuration has no confidence interval (for the error)."""
@@ -329,7 +330,8 @@ class UserLevelMeanEstimator(ConfidenceIntervalMixin, UserLevelMixin, BaseEstima
 
     def _interval_release(self, W, mean_w, budget, ci, loss):
         """The interval's releases after the estimate's (``ci``: its budget
-        and seed; ``loss``: the estimate's); returns the :class:`~skuserdp.inference.IntervalState` in
+        and seed; ``loss``: the estimate's); returns the
+        :class:`~skuserdp.inference.IntervalState` in
         the working coordinates and the loss."""
         from ._intervals import mean_interval_from_plan, plan_mean_interval
 

@@ -768,6 +768,7 @@ class CoinPressMeanEstimator(UserLevelMeanEstimator):
         # last (released) centre; the users of the box outside it are counted
         # privately to bound the clipping bias (R_max: the farthest corner)
         center, radius = self.__dict__.pop("_last_ball")
-        corner = np.maximum(np.abs(budget.upper - center), np.abs(center - budget.lower))
+        corner = np.maximum(np.abs(budget.upper - center),
+                            np.abs(center - budget.lower))
         return {"geometry": "ball", "ball": (center, radius, "l2"),
                 "outer": float(np.sqrt(corner @ corner))}

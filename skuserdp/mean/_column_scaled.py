@@ -81,12 +81,17 @@ class ColumnScaledMeanEstimator(UserLevelMeanEstimator):
         discrete Gaussian release of all columns (``delta > 0`` only);
         ``"auto"`` picks the one with the smaller variance from the public
         plan (Laplace when ``delta == 0``).
-    ci_share : float, default=0.05
+    ci_share : "auto" or float, default="auto"
         Share of the budget (of ρ under zCDP accounting, of ε otherwise)
         spent in ``fit`` on the private statistics of :meth:`conf_int` and
-        ``bse_`` (a private variance of the users' clipped means). ``0``
+        ``bse_`` (a private scale and variance of the users' clipped means).
+        ``"auto"`` picks it from public values: the smallest share in
+        [0.05, 0.25] whose scale step can pass a quarter of the users. ``0``
         releases none: the whole budget goes to the mean and ``conf_int`` is
-        unavailable.
+        unavailable. The interval covers the mean of the users' means
+        clipped to the box: the population mean when the declared box is the
+        data's public range (with ``bounds="auto"``, ``conf_int`` warns that
+        it covers only the clipped mean).
     calibration : {"tight", "paper"}, default="tight"
         Calibration of the Gaussian noise for ``delta > 0``.
     random_state : int, RandomState, SeedSequence or None, default=None
@@ -140,8 +145,8 @@ class ColumnScaledMeanEstimator(UserLevelMeanEstimator):
     }
 
     def __init__(self, epsilon=1.0, delta=1e-6, *, bounds="auto", bounds_share=None,
-                 check_clipping=True, noise="auto", ci_share="auto", calibration="tight",
-                 random_state=None, n_jobs=None):
+                 check_clipping=True, noise="auto", ci_share="auto",
+                 calibration="tight", random_state=None, n_jobs=None):
         self.epsilon = epsilon
         self.delta = delta
         self.bounds = bounds

@@ -68,11 +68,14 @@ bounds : "auto" or tuple (lower, upper), default="auto"
     :class:`~skuserdp.exceptions.AccuracyWarning`.
     ``ValueError``. Never computed from the data without privacy.""",
     "ci_share": """\
-ci_share : float, default=0.05
+ci_share : "auto" or float, default="auto"
     Share of the budget (of ρ under zCDP accounting, of ε otherwise) spent
     in ``fit`` on the private statistics of :meth:`conf_int` and ``bse_``
-    (a private variance of the users' clipped means). ``0`` releases none:
-    the whole budget goes to the mean and ``conf_int`` is unavailable.""",
+    (a private scale and variance of the users' clipped means). ``"auto"``
+    picks it from public values (``n_users``, ``n_features``, ε, δ): the
+    smallest share in [0.05, 0.25] whose scale step can pass a quarter of
+    the users. ``0`` releases none: the whole budget goes to the mean and
+    ``conf_int`` is unavailable.""",
     "bounds_share": """\
 bounds_share : float, default=None
     Share of the budget spent learning ``bounds="auto"``: of ρ when the
