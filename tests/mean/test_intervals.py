@@ -537,3 +537,99 @@ def test_coverage_skewed(cls):
     assert np.all(lo <= cover), (cover, lo, hi)
     if cls is not CoinPressMeanEstimator:
         assert np.all(cover <= hi), (cover, lo, hi)
+
+
+# ---------------------------------------------------------------------------
+# privacy audit of the interval's releases, with positive controls
+# ---------------------------------------------------------------------------
+
+AUDIT_RUNS = 5_000
+AUDIT_THETA = np.array([0.9])  # the released estimate, fixed (adaptive composition)
+
+
+def _audit_users(changed):
+    # 25 users at each end of the box [-1, 1] (so the scale's top cell
+    # passes: R = 1) and one user who moves between the two corners: seen
+    # from θ = 0.9 its normalised squared deviation is 1 at -1 and
+    # (0.1/1.9)² at +1, so the sum of the q's moves by almost 2·radius
+    return np.array([-1.0] * 25 + [1.0] * 25 + [changed])[:, None]
+
+
+def _audit_samples(W, plan, seed, monkeypatch, release=None):
+    """The released mean squared deviation of ``AUDIT_RUNS`` runs of
+    mean_interval_from_plan on ``W`` (a released value: auditing it audits
+    the whole transcript's post-processing)."""
+    out = []
+    real = mi.clip_noise_from_plan if release is None else release
+
+    def spy(Q, vplan, **kw):
+        qbar = real(Q, vplan, **kw)
+        out.append(float(qbar[0]))
+        return qbar
+
+    with monkeypatch.context() as mp:
+        mp.setattr(mi, "clip_noise_from_plan", spy)
+        for s in np.random.SeedSequence(seed).spawn(AUDIT_RUNS):
+            mi.mean_interval_from_plan(W, AUDIT_THETA, plan, noise_std=np.array([0.01]),
+                                       noise_law="laplace", random_state=s)
+    return np.array(out)
+
+
+def _audit(plan, D, Dp, monkeypatch, seeds, claimed, release=None):
+    a = _audit_samples(D, plan, seeds[0], monkeypatch, release)
+    b = _audit_samples(Dp, plan, seeds[1], monkeypatch, release)
+    return epsilon_lower_bound(a, b, epsilon_claimed=claimed)
+
+
+@pytest.mark.slow
+def test_audit_of_the_variance_release(monkeypatch):
+    budget = PureDP(2.0)
+    plan = mi.plan_mean_interval(51, 1, budget)
+    claimed = plan.loss.epsilon
+    assert claimed <= 2.0 and plan.variance.loss.epsilon <= 1.0
+    D, Dp = _audit_users(1.0), _audit_users(-1.0)
+    # the real mechanism: below the whole claim, and below the variance
+    # release's own share (the statistic sees that release only)
+    res = _audit(plan, D, Dp, monkeypatch, (1, 2), claimed)
+    print("real:", res)
+    assert not res.violation, res
+    assert res.epsilon_lower <= plan.variance.loss.epsilon, res
+
+    # positive control (i): the variance release calibrated to a 4× smaller
+    # sensitivity than its lattice-widened 2·radius (the plan still claims
+    # its budget): the true ε of that release is 4
+    real_sensitivity = cn.lattice_sensitivity
+    with monkeypatch.context() as mp:
+        mp.setattr(cn, "lattice_sensitivity",
+                   lambda *a, **k: real_sensitivity(*a, **k) / 4)
+        bad_plan = mi.plan_mean_interval(51, 1, budget)
+    assert bad_plan.loss.epsilon <= claimed
+    res = _audit(bad_plan, D, Dp, monkeypatch, (3, 4), claimed)
+    print("understated sensitivity:", res)
+    assert res.violation, res
+
+    # positive control (ii): the variance computed from the UNclipped
+    # deviations of users' means outside the box (the changed user at ±3),
+    # normalised by 1 + |θ| but neither clipped to the box, nor to the
+    # private scale, nor by the lattice (its ball widened, same noise): one
+    # user moves the sum of the q's by (3.9² − 2.1²)/1.9² ≈ 3 instead of 1
+    D3, Dp3 = _audit_users(3.0), _audit_users(-3.0)
+    real_release = mi.clip_noise_from_plan
+    s = 1.0 + np.abs(AUDIT_THETA)
+
+    def unclipped(W):
+        def release(Q, vplan, **kw):
+            Q = ((W - AUDIT_THETA) / s) ** 2
+            return real_release(Q, dataclasses.replace(vplan, ball=1e3), **kw)
+        return release
+
+    a = _audit_samples(D3, plan, 5, monkeypatch, unclipped(D3))
+    b = _audit_samples(Dp3, plan, 6, monkeypatch, unclipped(Dp3))
+    res = epsilon_lower_bound(a, b, epsilon_claimed=claimed)
+    print("unclipped deviations:", res)
+    assert res.violation, res
+    # the same users through the real mechanism: no violation (the box
+    # clips them back to the corners)
+    res = _audit(plan, D3, Dp3, monkeypatch, (7, 8), claimed)
+    print("real, users outside the box:", res)
+    assert not res.violation, res
