@@ -156,3 +156,27 @@ def test_nested_in_alpha():
     lo1, hi1 = st.bounds(0.1)
     lo2, hi2 = st.bounds(0.05)
     assert np.all(lo2 < lo1) and np.all(hi1 < hi2)
+
+
+@pytest.mark.parametrize("ell", [1e-11, 1e-6, 1e-3])
+def test_tiny_laplace_next_to_a_normal(ell):
+    # Laplace noise negligible against the sampling sd: the normal z (the
+    # closed form once overflowed, e^{s²/2ℓ²})
+    h = wald_half_width(0.05, 0.3, laplace=ell)
+    assert h == pytest.approx(0.3 * stats.norm.ppf(0.975), rel=1e-4)
+    assert wald_half_width(0.05, 0.3, laplace=ell, bias=0.2) == pytest.approx(
+        wald_half_width(0.05, 0.3, bias=0.2), rel=1e-4)
+
+
+@pytest.mark.parametrize("sd, ell", [(1.0, 0.02), (1.0, 0.8), (0.05, 3.0), (1.0, 40.0)])
+def test_normal_laplace_cdf_against_quadrature(sd, ell):
+    # the closed form against the convolution integral
+    from scipy import integrate
+
+    from skuserdp.inference._intervals import _normal_laplace_cdf
+
+    for x in (-3.0, -0.4, 0.0, 0.7, 5.0):
+        ref = integrate.quad(lambda c: stats.laplace.pdf(c, scale=ell)
+                             * stats.norm.cdf((x - c) / sd), -np.inf, np.inf,
+                             epsabs=1e-13, limit=400, points=None)[0]
+        assert _normal_laplace_cdf(x, sd, ell) == pytest.approx(ref, abs=1e-8)
