@@ -10,9 +10,10 @@ of the users and the privacy noise, from statistics the fit released and
 charged to its budget, ``ci_share`` of it) when the fit offers them, and
 otherwise the privacy noise's 95 % range from the public plan
 (``noise_std_``: the noise only, which the report says, with the reason
-there is no interval), and the curves of expected error against ε come from the plans of the estimator the
-fit used (:class:`~skuserdp.mean.ColumnScaledMeanEstimator`), of the
-per-column Laplace peer and of a joint Gaussian, for the same number of
+there is no interval), and the curves of expected error against ε come
+from the plans of the estimator the fit used
+(:class:`~skuserdp.mean.ColumnScaledMeanEstimator`), of the per-column
+Laplace peer and of a joint Gaussian, for the same number of
 users, features and box (declared, or the released ``bounds_``). The
 private data are never used to draw the curves.
 

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from skuserdp._report import (
-    CI_LABEL, CURVE_EPSILONS, NOISE_LABEL, _as_frame, check_ids, expected_error_curves, fill_missing,
+    CI_LABEL, CURVE_EPSILONS, NOISE_LABEL, _as_frame, check_ids,
+    expected_error_curves, fill_missing,
     is_missing_cell, load_cells, name_features, parse_bounds, parse_fill,
     parse_numbers, read_codebook, read_csv_cells, resolve_fill, run_report,
     select_columns, user_table)

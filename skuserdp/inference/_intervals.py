@@ -39,7 +39,8 @@ __all__ = ["IntervalState", "wald_half_width", "ConfidenceIntervalMixin"]
 
 
 def _check_alpha(alpha):
-    if isinstance(alpha, (bool, np.bool_)) or not isinstance(alpha, (int, float, np.number)) \
+    if isinstance(alpha, (bool, np.bool_)) \
+            or not isinstance(alpha, (int, float, np.number)) \
             or not 0.0 < float(alpha) < 1.0:
         raise ValueError(f"alpha must be a number in (0, 1), got {alpha!r}.")
     return float(alpha)
@@ -54,7 +55,8 @@ def _scaled_tail(x, sd, laplace):
     log space, where the exponent is then at most ``−s²/2ℓ² + log Φ``."""
     t = sd / laplace - x / sd
     if t >= 0:
-        return 0.5 * math.exp(-0.5 * (x / sd) ** 2) * float(special.erfcx(t / math.sqrt(2)))
+        return (0.5 * math.exp(-0.5 * (x / sd) ** 2)
+                * float(special.erfcx(t / math.sqrt(2))))
     a = 0.5 * (sd / laplace) ** 2
     return math.exp(a - x / laplace + special.log_ndtr(-t))
 
@@ -86,13 +88,18 @@ def _coverage(h, sd, laplace, bias, df):
         return gauss(0.0)
     if sd == 0.0:  # the Laplace CDF at the ends of [-h - bias, h - bias]
         def lap_cdf(x):
-            return 1 - 0.5 * math.exp(-x / laplace) if x >= 0 else 0.5 * math.exp(x / laplace)
+            if x >= 0:
+                return 1 - 0.5 * math.exp(-x / laplace)
+            return 0.5 * math.exp(x / laplace)
         return lap_cdf(h - bias) - lap_cdf(-h - bias)
     if df is None:
         return (_normal_laplace_cdf(h - bias, sd, laplace)
                 - _normal_laplace_cdf(-h - bias, sd, laplace))
+
     # E over the Laplace noise: density exp(-|c|/l)/(2l); substitute c = ±l·u
-    f = lambda u: 0.5 * math.exp(-u) * (gauss(laplace * u) + gauss(-laplace * u))  # noqa: E731
+    def f(u):
+        return 0.5 * math.exp(-u) * (gauss(laplace * u) + gauss(-laplace * u))
+
     return integrate.quad(f, 0.0, math.inf, limit=200, epsabs=1e-12, epsrel=1e-10)[0]
 
 
@@ -141,7 +148,8 @@ def wald_half_width(alpha, sd, laplace=0.0, bias=0.0, df=None):
     if sd == 0.0 and laplace == 0.0:
         return bias
     if laplace == 0.0 and bias == 0.0:
-        q = special.ndtri(1 - alpha / 2) if df is None else stats.t.ppf(1 - alpha / 2, df)
+        q = (special.ndtri(1 - alpha / 2) if df is None
+             else stats.t.ppf(1 - alpha / 2, df))
         return float(sd * q)
     # the half-width is at most bias + the sum of the parts' quantiles
     z = special.ndtri(1 - alpha / 4) if df is None else stats.t.ppf(1 - alpha / 4, df)
@@ -263,10 +271,12 @@ class ConfidenceIntervalMixin:
 
     @property
     def bse_(self):
-        """Standard errors: the standard deviation of the estimate's error from
-        the sampling of users and the privacy noise (the bias bound, when
-        there is one, widens :meth:`conf_int` but is not in ``bse_``); one
-        per row of :meth:`conf_int`."""
+        """Standard errors of the estimate, one per row of :meth:`conf_int`.
+
+        The standard deviation of the estimate's error from the sampling of
+        users and the privacy noise (the bias bound, when there is one,
+        widens :meth:`conf_int` but is not in ``bse_``).
+        """
         return self._state().std
 
     def conf_int(self, alpha=0.05):

@@ -255,6 +255,7 @@ class UserMeanEstimator(UserLevelMeanEstimator):
         every column (measured with the earlier CoinPress default in
         ``bench_means.py --parts corrupted``, ``benchmarks/README.md``; a
         robust default is issue 31's).
+    {ci_share}
     calibration : {{"tight"}}, default="tight"
         zCDP accounting with optimal conversions, passed to the estimator
         chosen (CoinPress has no ``"paper"`` setting).
@@ -293,7 +294,7 @@ class UserMeanEstimator(UserLevelMeanEstimator):
     >>> est = UserMeanEstimator(epsilon=1.0, delta=1e-6, bounds=(-5, 5),
     ...                         random_state=0).fit(X, groups=groups)
     >>> est.method_, est.mean_.round(1)
-    ('column_scaled', array([0.5, 0.5, 0.5]))
+    ('column_scaled', array([0.5, 0.5, 0.4]))
     """
 
     _parameter_constraints: dict = {

@@ -254,7 +254,7 @@ class UserLevelMeanEstimator(ConfidenceIntervalMixin, UserLevelMixin, BaseEstima
             return self
 
     #: default share of the fit's budget spent on the interval's releases
-    CI_SHARE = 0.05
+    _CI_SHARE = 0.05
 
     def _ci_share(self):
         """The share of the budget for :meth:`conf_int`'s releases: the
@@ -293,7 +293,8 @@ class UserLevelMeanEstimator(ConfidenceIntervalMixin, UserLevelMixin, BaseEstima
 
     def _offers_interval(self):
         """Whether this configuration can release a confidence interval."""
-        return type(self)._interval_geometry is not UserLevelMeanEstimator._interval_geometry
+        return (type(self)._interval_geometry
+                is not UserLevelMeanEstimator._interval_geometry)
 
     def _interval_unavailable(self):
         """Why this configuration has no confidence interval (for the error)."""
@@ -312,7 +313,8 @@ class UserLevelMeanEstimator(ConfidenceIntervalMixin, UserLevelMixin, BaseEstima
 
     def _interval_release(self, W, mean_w, budget, ci, loss):
         """The interval's releases after the estimate's (``ci``: its budget
-        and seed; ``loss``: the estimate's); returns the :class:`~skuserdp.inference.IntervalState` in
+        and seed; ``loss``: the estimate's); returns the
+        :class:`~skuserdp.inference.IntervalState` in
         the working coordinates and the loss."""
         from ._intervals import mean_interval_from_plan, plan_mean_interval
 

@@ -310,6 +310,7 @@ class ClipNoiseMeanEstimator(UserLevelMeanEstimator):
     center : float or array-like of shape (n_features,), default=None
         Public centre of the clipping ball; ``None``: the midpoint of
         ``bounds``. Must not be computed from the private data.
+    {ci_share}
     {calibration}
         Here ``"paper"`` is the classical Gaussian mechanism
         σ = Δ√(2 ln(1.25/δ))/ε (Dwork & Roth 2014, Thm A.1), proven only for

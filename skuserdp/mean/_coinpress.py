@@ -600,6 +600,7 @@ class CoinPressMeanEstimator(UserLevelMeanEstimator):
     beta : float, default=0.01
         Failure probability of each step's tail radius (only when
         ``radius`` is declared).
+    {ci_share}
     calibration : {{"tight"}}, default="tight"
         zCDP accounting with the optimal conversion. There is no
         ``"paper"`` setting: the paper's text (its budget split and radius
@@ -767,6 +768,7 @@ class CoinPressMeanEstimator(UserLevelMeanEstimator):
         # last (released) centre; the users of the box outside it are counted
         # privately to bound the clipping bias (R_max: the farthest corner)
         center, radius = self.__dict__.pop("_last_ball")
-        corner = np.maximum(np.abs(budget.upper - center), np.abs(center - budget.lower))
+        corner = np.maximum(np.abs(budget.upper - center),
+                            np.abs(center - budget.lower))
         return {"geometry": "ball", "ball": (center, radius, "l2"),
                 "outer": float(np.sqrt(corner @ corner))}

@@ -81,6 +81,12 @@ class ColumnScaledMeanEstimator(UserLevelMeanEstimator):
         discrete Gaussian release of all columns (``delta > 0`` only);
         ``"auto"`` picks the one with the smaller variance from the public
         plan (Laplace when ``delta == 0``).
+    ci_share : float, default=0.05
+        Share of the budget (of ρ when the fit is accounted in zCDP, of ε
+        otherwise) spent on the statistics of :meth:`conf_int`, released by
+        ``fit`` after the estimate; the estimate gets the rest. ``0`` releases
+        none (the estimate gets the whole budget; ``conf_int`` then raises).
+        See "Confidence intervals" in the mean estimation guide.
     calibration : {"tight", "paper"}, default="tight"
         Calibration of the Gaussian noise for ``delta > 0``.
     random_state : int, RandomState, SeedSequence or None, default=None

@@ -101,7 +101,8 @@ def _column_dtype(meta):
 
 
 @fill_doc
-class DiscreteDistributionEstimator(ConfidenceIntervalMixin, UserLevelMixin, BaseEstimator):
+class DiscreteDistributionEstimator(ConfidenceIntervalMixin, UserLevelMixin,
+                                    BaseEstimator):
     """User-level private distribution of one categorical column (EMN Cor. 8).
 
     Each user's rows give that user's class frequencies; the estimate is a

@@ -48,7 +48,6 @@ from ..mechanisms._lattice import _clip_centred
 from ..mechanisms._top_bin import top_bin_edges
 from ..privacy import (
     PureDP,
-    ZCDP,
     compose,
     histogram_pass_threshold,
     replace_one_count_sensitivity,

@@ -47,6 +47,13 @@ n_jobs : int, default=None
     Number of joblib workers for the parallel parts (coordinate chunks,
     repetitions). ``None`` means 1 unless in a :obj:`joblib.parallel_backend`
     context; ``-1`` uses all processors. Results do not depend on ``n_jobs``.""",
+    "ci_share": """\
+ci_share : float, default=0.05
+    Share of the budget (of ρ when the fit is accounted in zCDP, of ε
+    otherwise) spent on the statistics of :meth:`conf_int`, released by
+    ``fit`` after the estimate; the estimate gets the rest. ``0`` releases
+    none (the estimate gets the whole budget; ``conf_int`` then raises). See
+    "Confidence intervals" in the mean estimation guide.""",
     "center": """\
 center : float or array-like of shape (n_features,), default=None
     Public centre of the clipping ball; ``None`` is the origin. Must not be

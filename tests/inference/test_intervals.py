@@ -85,8 +85,8 @@ def test_alpha_is_checked(bad):
         wald_half_width(bad, 1.0)
 
 
-@pytest.mark.parametrize("kw", [dict(sd=-1.0), dict(sd=math.inf), dict(sd=1.0, laplace=-1),
-                                dict(sd=1.0, bias=math.nan)])
+@pytest.mark.parametrize("kw", [dict(sd=-1.0), dict(sd=math.inf),
+                                dict(sd=1.0, laplace=-1), dict(sd=1.0, bias=math.nan)])
 def test_parts_are_checked(kw):
     with pytest.raises(ValueError, match="finite"):
         wald_half_width(0.05, **kw)

@@ -211,7 +211,8 @@ def test_plan_privacy_map_is_exact(budget, d, count):
     assert (plan.center, var.ball, var.norm) == (center, pytest.approx(radius), norm)
     assert var.sensitivity == 2 * lattice_radius(var.ball, var.grid, d, norm)
     assert var.sensitivity == lattice_sensitivity(var.ball, var.grid, d, norm)
-    assert var.sensitivity == pytest.approx(2 * radius / var.grid + (d if pure else math.sqrt(d)))
+    widening = d if pure else math.sqrt(d)
+    assert var.sensitivity == pytest.approx(2 * radius / var.grid + widening)
     assert var.noise == calibrate_noise(vbudget, var.sensitivity)
     assert var.loss == var.noise.privacy(var.sensitivity)
     parts.append(var.loss)
@@ -258,7 +259,8 @@ def test_variance_release_noise_law(budget, monkeypatch):
     var = plan.variance.noise_variance
     lo, hi = stats.chi2.ppf([5e-4, 1 - 5e-4], N - 1) / (N - 1)
     for j in range(d):
-        assert lo <= err[:, j].var(ddof=1) / var <= hi, (err[:, j].std(), math.sqrt(var))
+        ratio = err[:, j].var(ddof=1) / var
+        assert lo <= ratio <= hi, (err[:, j].std(), math.sqrt(var))
         assert abs(err[:, j].mean()) <= 4 * math.sqrt(var / N)
 
 
@@ -393,7 +395,8 @@ def test_dataframe_output(name, cls, kw):
     est = cls(1.0, bounds=BOX, random_state=0, **kw).fit(df, groups=g)
     ci = est.conf_int(0.1)
     assert isinstance(ci, pd.DataFrame)
-    assert list(ci.index) == ["income", "age"] and list(ci.columns) == ["lower", "upper"]
+    assert list(ci.index) == ["income", "age"]
+    assert list(ci.columns) == ["lower", "upper"]
     plain = cls(1.0, bounds=BOX, random_state=0, **kw).fit(X, groups=g)
     np.testing.assert_array_equal(ci.to_numpy(), plain.conf_int(0.1))
 
@@ -447,18 +450,19 @@ def _refusers():
     labels = rng.choice(["x", "y"], size=(2000 * 5, 1))
     gl = np.repeat(np.arange(2000), 5)
     return [
-        ("winsorized", WinsorizedMeanEstimator(tau="bounded", bounds=(-5.0, 5.0), samples_per_user=1,
-                                               random_state=0),
+        ("winsorized", WinsorizedMeanEstimator(tau="bounded", bounds=(-5.0, 5.0),
+                                               samples_per_user=1, random_state=0),
          *_data(), "Winsorized"),
-        ("few-users", FewUsersBallEstimator(epsilon=1.0, delta=1e-5, radius=math.sqrt(d),
-                                            samples_per_user=m, random_state=0),
+        ("few-users", FewUsersBallEstimator(epsilon=1.0, delta=1e-5,
+                                            radius=math.sqrt(d), samples_per_user=m,
+                                            random_state=0),
          Xf, gf, "few-users"),
         ("threaded", ThreadedClipNoiseEstimator(epsilon=1.0, delta=0.0, moment_order=4,
                                                 moment_bound=10.0, samples_per_user=8,
                                                 bounds=(-10.0, 10.0), random_state=0),
          Xt, gt, "threaded"),
-        ("discrete", DiscreteDistributionEstimator(classes=["x", "y"], samples_per_user=5,
-                                                   random_state=0),
+        ("discrete", DiscreteDistributionEstimator(classes=["x", "y"],
+                                                   samples_per_user=5, random_state=0),
          labels, gl, "simplex"),
     ]
 
