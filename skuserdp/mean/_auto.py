@@ -358,6 +358,9 @@ class UserMeanEstimator(UserLevelMeanEstimator):
             kw = dict(moment_order=self.moment_order or 2.0,
                       moment_bound=self.moment_bound,
                       samples_per_user=self.samples_per_user or 1)
+        if "ci_share" in _METHODS[name]._parameter_constraints:
+            # the delegate reports the interval this fit's ci_share released
+            kw["ci_share"] = self.ci_share
         est = _METHODS[name](**common, **kw)
         est._validate_params()
         return est

@@ -637,3 +637,19 @@ def test_audit_of_the_variance_release(monkeypatch):
     res = _audit(plan, D3, Dp3, monkeypatch, (7, 8), claimed)
     print("real, users outside the box:", res)
     assert not res.violation, res
+
+
+@pytest.mark.parametrize("method, cls", [("column_scaled", ColumnScaledMeanEstimator),
+                                         ("clip_noise", ClipNoiseMeanEstimator),
+                                         ("coinpress", CoinPressMeanEstimator)])
+def test_user_mean_estimator_passes_ci_share(method, cls, data):
+    # a forced method reproduces its estimator exactly, interval included,
+    # whatever ci_share; the delegate's parameters say which share it was
+    X, g = data
+    auto = UserMeanEstimator(1.0, method=method, bounds=BOX, ci_share=0.3,
+                             random_state=0).fit(X, groups=g)
+    own = cls(1.0, bounds=BOX, ci_share=0.3, random_state=0).fit(X, groups=g)
+    assert auto.estimator_.ci_share == 0.3
+    np.testing.assert_array_equal(auto.mean_, own.mean_)
+    np.testing.assert_array_equal(auto.conf_int(), own.conf_int())
+    assert auto.privacy_loss_ == own.privacy_loss_
