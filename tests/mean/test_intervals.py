@@ -40,6 +40,7 @@ from skuserdp.privacy import (
     replace_one_histogram_sensitivity,
     squared_deviation_ball,
     zcdp_rho_for,
+    zcdp_to_approx_dp,
 )
 from skuserdp.testing import epsilon_lower_bound
 
@@ -549,6 +550,7 @@ def test_coverage_skewed(cls):
 
 AUDIT_RUNS = 5_000
 AUDIT_THETA = np.array([0.9])  # the released estimate, fixed (adaptive composition)
+AUDIT_DELTA = 1e-3  # the δ at which a zCDP claim is converted and audited
 
 
 def _audit_users(changed):
@@ -565,6 +567,7 @@ def _audit_samples(W, plan, seed, monkeypatch, release=None):
     the whole transcript's post-processing)."""
     out = []
     real = mi.clip_noise_from_plan if release is None else release
+    law = "laplace" if isinstance(plan.loss, PureDP) else "gaussian"
 
     def spy(Q, vplan, **kw):
         qbar = real(Q, vplan, **kw)
@@ -575,49 +578,60 @@ def _audit_samples(W, plan, seed, monkeypatch, release=None):
         mp.setattr(mi, "clip_noise_from_plan", spy)
         for s in np.random.SeedSequence(seed).spawn(AUDIT_RUNS):
             mi.mean_interval_from_plan(W, AUDIT_THETA, plan, noise_std=np.array([0.01]),
-                                       noise_law="laplace", random_state=s)
+                                       noise_law=law, random_state=s)
     return np.array(out)
+
+
+def _claim(loss):
+    """``(ε, δ)`` of a loss: pure ε, or a zCDP ρ converted at AUDIT_DELTA."""
+    if isinstance(loss, PureDP):
+        return loss.epsilon, 0.0
+    return zcdp_to_approx_dp(loss.rho, AUDIT_DELTA).epsilon, AUDIT_DELTA
 
 
 def _audit(plan, D, Dp, monkeypatch, seeds, claimed, release=None):
     a = _audit_samples(D, plan, seeds[0], monkeypatch, release)
     b = _audit_samples(Dp, plan, seeds[1], monkeypatch, release)
-    return epsilon_lower_bound(a, b, epsilon_claimed=claimed)
+    eps, delta = claimed
+    return epsilon_lower_bound(a, b, delta=delta, epsilon_claimed=eps)
 
 
 @pytest.mark.slow
-def test_audit_of_the_variance_release(monkeypatch):
-    budget = PureDP(2.0)
+@pytest.mark.parametrize("budget", [PureDP(2.0), ZCDP(0.1)], ids=["pure", "zcdp"])
+def test_audit_of_the_variance_release(budget, monkeypatch):
+    # the interval's releases at a budget whose claim is about 2 (pure) or
+    # 1.8 (ρ = 0.1 at δ = 1e-3); the variance release gets half of it
     plan = mi.plan_mean_interval(51, 1, budget)
-    claimed = plan.loss.epsilon
-    assert claimed <= 2.0 and plan.variance.loss.epsilon <= 1.0
+    claimed = _claim(plan.loss)
+    variance_claim = _claim(plan.variance.loss)
+    assert claimed[0] <= 2.0 and variance_claim[0] < claimed[0]
     D, Dp = _audit_users(1.0), _audit_users(-1.0)
     # the real mechanism: below the whole claim, and below the variance
-    # release's own share (the statistic sees that release only)
+    # release's own (the statistic sees that release only)
     res = _audit(plan, D, Dp, monkeypatch, (1, 2), claimed)
     print("real:", res)
     assert not res.violation, res
-    assert res.epsilon_lower <= plan.variance.loss.epsilon, res
+    assert res.epsilon_lower <= variance_claim[0], res
 
     # positive control (i): the variance release calibrated to a 4× smaller
     # sensitivity than its lattice-widened 2·radius (the plan still claims
-    # its budget): the true ε of that release is 4
+    # its budget): the true ε of that release is 4× (pure) and its ρ 16×
     real_sensitivity = cn.lattice_sensitivity
     with monkeypatch.context() as mp:
         mp.setattr(cn, "lattice_sensitivity",
                    lambda *a, **k: real_sensitivity(*a, **k) / 4)
         bad_plan = mi.plan_mean_interval(51, 1, budget)
-    assert bad_plan.loss.epsilon <= claimed
+    assert _claim(bad_plan.loss)[0] <= claimed[0]
     res = _audit(bad_plan, D, Dp, monkeypatch, (3, 4), claimed)
     print("understated sensitivity:", res)
     assert res.violation, res
 
     # positive control (ii): the variance computed from the UNclipped
-    # deviations of users' means outside the box (the changed user at ±3),
+    # deviations of users' means outside the box (the changed user at ±5),
     # normalised by 1 + |θ| but neither clipped to the box, nor to the
     # private scale, nor by the lattice (its ball widened, same noise): one
-    # user moves the sum of the q's by (3.9² − 2.1²)/1.9² ≈ 3 instead of 1
-    D3, Dp3 = _audit_users(3.0), _audit_users(-3.0)
+    # user moves the sum of the q's by (5.9² − 4.1²)/1.9² ≈ 5 instead of 1
+    D3, Dp3 = _audit_users(5.0), _audit_users(-5.0)
     real_release = mi.clip_noise_from_plan
     s = 1.0 + np.abs(AUDIT_THETA)
 
@@ -629,7 +643,7 @@ def test_audit_of_the_variance_release(monkeypatch):
 
     a = _audit_samples(D3, plan, 5, monkeypatch, unclipped(D3))
     b = _audit_samples(Dp3, plan, 6, monkeypatch, unclipped(Dp3))
-    res = epsilon_lower_bound(a, b, epsilon_claimed=claimed)
+    res = epsilon_lower_bound(a, b, delta=claimed[1], epsilon_claimed=claimed[0])
     print("unclipped deviations:", res)
     assert res.violation, res
     # the same users through the real mechanism: no violation (the box
@@ -637,19 +651,3 @@ def test_audit_of_the_variance_release(monkeypatch):
     res = _audit(plan, D3, Dp3, monkeypatch, (7, 8), claimed)
     print("real, users outside the box:", res)
     assert not res.violation, res
-
-
-@pytest.mark.parametrize("method, cls", [("column_scaled", ColumnScaledMeanEstimator),
-                                         ("clip_noise", ClipNoiseMeanEstimator),
-                                         ("coinpress", CoinPressMeanEstimator)])
-def test_user_mean_estimator_passes_ci_share(method, cls, data):
-    # a forced method reproduces its estimator exactly, interval included,
-    # whatever ci_share; the delegate's parameters say which share it was
-    X, g = data
-    auto = UserMeanEstimator(1.0, method=method, bounds=BOX, ci_share=0.3,
-                             random_state=0).fit(X, groups=g)
-    own = cls(1.0, bounds=BOX, ci_share=0.3, random_state=0).fit(X, groups=g)
-    assert auto.estimator_.ci_share == 0.3
-    np.testing.assert_array_equal(auto.mean_, own.mean_)
-    np.testing.assert_array_equal(auto.conf_int(), own.conf_int())
-    assert auto.privacy_loss_ == own.privacy_loss_
