@@ -151,7 +151,7 @@ FAMILIES = {
 # fitting
 
 
-def _estimator(name, eps, box, seed, ci_share=0.05):
+def _estimator(name, eps, box, seed, ci_share="auto"):
     from skuserdp.mean import (ClipNoiseMeanEstimator, CoinPressMeanEstimator,
                                UserMeanEstimator)
     cls = {"UserMean": UserMeanEstimator, "ClipNoise": ClipNoiseMeanEstimator,

@@ -4,11 +4,16 @@ error bars and an error-versus-ε plot from public plans (issues 16, 26, 28).
 What is computed from the private data is one fit of
 :class:`~skuserdp.mean.UserMeanEstimator` at the requested budget (charged
 and printed). Everything else is a function of public values and of that
-fit's private outputs: the error bars come from the fit's public plan
-(``noise_std_``: the privacy noise only, which the report says), and the
-curves of expected error against ε come from the plans of the estimator the
-fit used (:class:`~skuserdp.mean.ColumnScaledMeanEstimator`), of the
-per-column Laplace peer and of a joint Gaussian, for the same number of
+fit's private outputs: the error bars are the fit's 95 % confidence
+intervals (:meth:`~skuserdp.mean.UserMeanEstimator.conf_int`: the sampling
+of the users and the privacy noise, from statistics the fit released and
+charged to its budget, ``ci_share`` of it) when the fit offers them, and
+otherwise the privacy noise's 95 % range from the public plan
+(``noise_std_``: the noise only, which the report says, with the reason
+there is no interval), and the curves of expected error against ε come
+from the plans of the estimator the fit used
+(:class:`~skuserdp.mean.ColumnScaledMeanEstimator`), of the per-column
+Laplace peer and of a joint Gaussian, for the same number of
 users, features and box (declared, or the released ``bounds_``). The
 private data are never used to draw the curves.
 
@@ -620,10 +625,13 @@ def expected_error_curves(n_users, lower, upper, delta, epsilons=CURVE_EPSILONS)
     return {k: np.asarray(v) for k, v in curves.items()}
 
 
-def plot_curves(curves, epsilons, epsilon, path, *, title="", point=None):
+def plot_curves(curves, epsilons, epsilon, path, *, title="", point=None,
+                bars=None):
     """Write the expected-error curves to a PNG (matplotlib, Agg backend).
 
     ``point``: ``(label, error)`` of the fit itself at ``epsilon``, or None.
+    ``bars``: the fit's per-feature error bars, drawn in a second panel, or
+    None (one panel); a :class:`ErrorBars`.
     """
     try:
         import matplotlib
@@ -631,7 +639,12 @@ def plot_curves(curves, epsilons, epsilon, path, *, title="", point=None):
         import matplotlib.pyplot as plt
     except ImportError as exc:
         raise ImportError("the plot needs matplotlib: pip install matplotlib") from exc
-    fig, ax = plt.subplots(figsize=(7, 4.5), dpi=100)
+    if bars is None:
+        fig, ax = plt.subplots(figsize=(7, 4.5), dpi=100)
+    else:
+        fig, (ax, bx) = plt.subplots(1, 2, figsize=(12, 4.5), dpi=100,
+                                     gridspec_kw={"width_ratios": [7, 5]})
+        _plot_bars(bx, bars)
     # the first curve (the estimator the fit used) is drawn last, on top;
     # the others dashed, so that a curve it coincides with stays visible
     items = list(curves.items())
@@ -652,6 +665,68 @@ def plot_curves(curves, epsilons, epsilon, path, *, title="", point=None):
     fig.savefig(path)
     plt.close(fig)
     return Path(path)
+
+
+class ErrorBars(NamedTuple):
+    """The fit's error bars, one per feature, in the units of the data."""
+
+    names: list
+    mean: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+    box_lower: np.ndarray
+    box_upper: np.ndarray
+    #: "95 % CI (users + noise)" or "± 95 % noise (noise only)"
+    label: str
+
+
+#: the label of the fit's confidence intervals (users' sampling and noise)
+CI_LABEL = "95 % CI (users + noise)"
+
+#: the label of the noise-only bars (no interval for this fit)
+NOISE_LABEL = "± 95 % noise (noise only)"
+
+
+def fit_interval(est, alpha=0.05):
+    """The fitted estimator's ``conf_int(alpha)``, when the fit offers one.
+
+    Pure post-processing of the fit's releases (no data, no budget).
+
+    Returns
+    -------
+    ci : ndarray of shape (n_features, 2) or None
+        Lower and upper bounds; None when the fit has no interval.
+    reason : str
+        Why there is none (the estimator's own explanation), else "".
+    caught : list of warnings.WarningMessage
+        The warnings ``conf_int`` raised (a learned box's caveat).
+    """
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            ci = est.conf_int(alpha)
+        except AttributeError as exc:
+            return None, str(exc), []
+    return np.asarray(ci, dtype=np.float64), "", list(caught)
+
+
+def _plot_bars(ax, bars):
+    """The fit's estimate and error bar per feature, each drawn on its box
+    mapped to [0, 1] (the features have different units)."""
+    span = np.where(bars.box_upper > bars.box_lower, bars.box_upper - bars.box_lower,
+                    1.0)
+    y = np.arange(len(bars.names))[::-1]
+    mean = (bars.mean - bars.box_lower) / span
+    lo = (bars.lower - bars.box_lower) / span
+    hi = (bars.upper - bars.box_lower) / span
+    ax.errorbar(mean, y, xerr=[mean - lo, hi - mean], fmt="o", color="C3",
+                ecolor="C3", elinewidth=3, capsize=6, ms=5, label=bars.label)
+    ax.set_yticks(y, [str(n) for n in bars.names])
+    ax.set_xlabel("position in the box (0 = lower bound, 1 = upper)")
+    ax.set_title(f"this fit: private mean, {bars.label}")
+    ax.set_ylim(-0.8, len(bars.names) - 0.2)
+    ax.grid(True, axis="x", alpha=0.3)
+    ax.legend(loc="best")
 
 
 def _print_columns(columns, out):
@@ -734,27 +809,46 @@ def run_report(path, *, groups, epsilon=1.0, delta=1e-6, bounds=None,
     width = max(len(n) for n in names + ["feature"])
     used = getattr(est, "estimator_", est)
     clipped = getattr(used, "clipped_users_", None)
-    print(f"{'feature':<{width}}  {'private mean':>14}  {'± 95% noise':>12}"
+    ci, no_ci, ci_caught = fit_interval(est)
+    label = CI_LABEL if ci is not None else NOISE_LABEL
+    cells = []
+    for j in range(len(names)):
+        if ci is not None:
+            cells.append(f"[{ci[j, 0]:.4g}, {ci[j, 1]:.4g}]")
+        else:
+            cells.append("-" if sd is None else f"± {1.96 * sd[j]:.4g}")
+    bar_width = max(len(label), *(len(c) for c in cells))
+    print(f"{'feature':<{width}}  {'private mean':>14}  {label:>{bar_width}}"
           + ("" if clipped is None else f"  {'users outside box':>19}"), file=out)
     for j, name in enumerate(names):
-        bar = "-" if sd is None else f"{1.96 * sd[j]:.4g}"
         extra = ("" if clipped is None else "  " + format(
             f"{clipped[j]:.0f} ± {1.96 * used.clipped_users_std_:.0f}", ">19"))
-        print(f"{name:<{width}}  {est.mean_[j]:>14.6g}  {bar:>12}{extra}", file=out)
+        print(f"{name:<{width}}  {est.mean_[j]:>14.6g}  {cells[j]:>{bar_width}}{extra}",
+              file=out)
     print("\nEach private mean estimates the mean over users of each user's "
-          "mean over its non-missing cells of the column. The error bars cover "
-          "the privacy noise only (its 95 % range, from the public plan): not "
-          "the clipping bias of users outside the box, nor the sampling of the "
-          "users (they describe this table, not a population).", file=out)
+          "mean over its non-missing cells of the column.", file=out)
+    if ci is not None:
+        print(f"{CI_LABEL}: a confidence interval for the mean of the users' "
+              "means clipped to the box (the population mean when the box is the "
+              "column's true range), the users being a sample of a population of "
+              "users: it covers their sampling and the privacy noise. Its "
+              "statistics were released by the fit and are charged to the budget "
+              f"above (ci_share = {est.ci_share:g} of it); the interval itself is "
+              "post-processing.", file=out)
+    else:
+        print(f"{NOISE_LABEL}: the privacy noise only (its 95 % range, from the "
+              "public plan): not the clipping bias of users outside the box, nor "
+              "the sampling of the users (they describe this table, not a "
+              f"population). No confidence interval: {no_ci}", file=out)
     if clipped is not None:
         print("users outside box: a private count per column, ± its noise's 95 % "
               "range (charged to the budget above); those users are clipped to "
               "the box, biasing the column.", file=out)
-    for w in caught:
+    for w in caught + ci_caught:
         print(f"warning: {w.category.__name__}: "
               f"{name_features(str(w.message), names)}", file=out)
     result = {"estimator": est, "names": names, "noise_std": sd, "table": table,
-              "columns": cols}
+              "columns": cols, "conf_int": ci, "no_interval_reason": no_ci}
     lower, upper = (est.bounds_ if getattr(est, "bounds_", None) is not None
                     else (None, None))
     if png is not None and lower is not None:
@@ -763,8 +857,16 @@ def run_report(path, *, groups, epsilon=1.0, delta=1e-6, bounds=None,
             curves.pop("ColumnScaledMeanEstimator")
         point = (None if sd is None else
                  (f"this fit ({est.method_})", float(np.sqrt(np.sum(sd ** 2)))))
+        if ci is not None:
+            lo, hi = ci[:, 0], ci[:, 1]
+        elif sd is not None:
+            lo, hi = est.mean_ - 1.96 * sd, est.mean_ + 1.96 * sd
+        bars = (None if ci is None and sd is None else ErrorBars(
+            list(names), np.asarray(est.mean_, float), lo, hi,
+            np.asarray(lower, float), np.asarray(upper, float), label))
+        result["bars"] = bars
         result["png"] = plot_curves(
-            curves, CURVE_EPSILONS, epsilon, png, point=point,
+            curves, CURVE_EPSILONS, epsilon, png, point=point, bars=bars,
             title=f"{est.n_users_} users, {table.shape[1]} features (public plans)")
         result["curves"] = curves
         print(f"\nwrote {png}: expected error against ε from the public plans "

@@ -1,6 +1,8 @@
 """``python -m skuserdp report`` (issue 16, part 3): a private estimate of a
-table's means with error bars from the public plan, and a PNG of expected
-error against epsilon drawn from public plans only."""
+table's means with its confidence intervals (users + noise) when the fit
+offers them, else noise bars from the public plan, and a PNG of expected
+error against epsilon drawn from public plans only, beside the fit's
+intervals."""
 
 import csv
 import subprocess
@@ -10,7 +12,8 @@ import numpy as np
 import pytest
 
 from skuserdp._report import (
-    CURVE_EPSILONS, _as_frame, check_ids, expected_error_curves, fill_missing,
+    CI_LABEL, CURVE_EPSILONS, NOISE_LABEL, _as_frame, check_ids,
+    expected_error_curves, fill_missing,
     is_missing_cell, load_cells, name_features, parse_bounds, parse_fill,
     parse_numbers, read_codebook, read_csv_cells, resolve_fill, run_report,
     select_columns, user_table)
@@ -43,15 +46,19 @@ def test_command_line_prints_the_estimate_and_writes_a_png(tmp_path):
     assert "Warning" not in run.stderr, run.stderr
     assert "1500 users" in run.stdout and "privacy spent" in run.stdout
     assert "age" in run.stdout and "weight" in run.stdout
+    assert CI_LABEL in run.stdout
     image = mpimg.imread(png)
-    assert image.shape[:2] == (450, 700)
+    assert image.shape[:2] == (450, 1200)  # the curves, and the fit's intervals
     # non-empty axes: the fit's estimator's curve (C0 blue, drawn on top of
-    # the per-column Laplace peer's, which it equals at 2 columns) and the
-    # joint Gaussian's (C2 green) cover many pixels
+    # the per-column Laplace peer's, which it equals at 2 columns), the
+    # joint Gaussian's (C2 green) and the fit's intervals (C3 red, right
+    # panel only) cover many pixels
     rgb = image[..., :3]
-    for colour in ((0.12, 0.47, 0.71), (0.17, 0.63, 0.17)):
+    for colour in ((0.12, 0.47, 0.71), (0.17, 0.63, 0.17), (0.84, 0.15, 0.16)):
         near = np.all(np.abs(rgb - colour) < 0.08, axis=-1)
         assert near.sum() > 200, colour
+    red = np.all(np.abs(rgb - (0.84, 0.15, 0.16)) < 0.08, axis=-1)
+    assert red[:, :650].sum() == 0
 
 
 def test_errors_are_clear(tmp_path, capsys):
@@ -90,17 +97,73 @@ def test_report_values_come_from_the_fit_and_the_public_plans(tmp_path):
         assert np.all(np.diff(values) < 0)  # more epsilon, less noise
     np.testing.assert_array_equal(res["curves"]["ColumnScaledMeanEstimator"],
                                   curves["ColumnScaledMeanEstimator"])
-    # this fit's noise is its estimator's plan at epsilon 1 (the clipped-users
-    # check does not run at 1500 users x 2: its noise's tail would exceed a
-    # tenth of the users)
-    plan1 = plan_column_scaled(1500, 2, 1.0, 1e-6)
+    # this fit's noise is its estimator's plan at epsilon 1 less the
+    # interval's share, ci_share = 0.05 (the clipped-users check does not run
+    # at 1500 users x 2: its noise's tail would exceed a tenth of the users)
+    assert est.ci_share == 0.05
+    plan1 = plan_column_scaled(1500, 2, 0.95, 1e-6)
     assert plan1.check is None
     np.testing.assert_allclose(est.noise_std_,
                                half * np.sqrt(plan1.release.noise_variance),
                                rtol=1e-12)
     assert not hasattr(est.estimator_, "clipped_users_")
+    # the error bars are the fit's intervals (users + noise), post-processing
+    # of its releases (declared bounds: conf_int warns nothing)
+    np.testing.assert_array_equal(res["conf_int"], est.conf_int(0.05))
+    assert res["no_interval_reason"] == ""
+    bars = res["bars"]
+    assert bars.label == CI_LABEL and bars.names == ["age", "weight"]
+    np.testing.assert_array_equal(bars.lower, res["conf_int"][:, 0])
+    np.testing.assert_array_equal(bars.upper, res["conf_int"][:, 1])
+    np.testing.assert_array_equal(bars.mean, est.mean_)
+    np.testing.assert_array_equal([bars.box_lower, bars.box_upper], est.bounds_)
+    # wider than the noise alone: they add the sampling of the users
+    assert np.all(bars.upper - bars.lower > 2 * 1.96 * est.noise_std_)
     text = (tmp_path / "log.txt").read_text()
+    assert CI_LABEL in text and "sampling" in text and "ci_share = 0.05" in text
+    assert NOISE_LABEL not in text and "privacy noise only" not in text
+    for name, (lo, hi) in zip(["age", "weight"], res["conf_int"]):
+        assert f"[{lo:.4g}, {hi:.4g}]" in text
+
+
+def test_noise_bars_when_the_fit_has_no_interval(tmp_path, monkeypatch):
+    # a fit without interval statistics (ci_share=0): the noise-only bars,
+    # labelled so, with the estimator's reason
+    from skuserdp.mean import UserMeanEstimator
+
+    monkeypatch.setitem(UserMeanEstimator.__init__.__kwdefaults__, "ci_share", 0.0)
+    data = _write_csv(tmp_path / "clinic.csv")
+    with open(tmp_path / "log.txt", "w") as log:
+        res = run_report(data, groups="patient", epsilon=1.0, delta=1e-6,
+                         bounds="0,200", png=tmp_path / "r.png", random_state=0,
+                         out=log)
+    est = res["estimator"]
+    assert est.ci_share == 0.0 and res["conf_int"] is None
+    assert "ci_share=0" in res["no_interval_reason"]
+    text = (tmp_path / "log.txt").read_text()
+    assert NOISE_LABEL in text and CI_LABEL not in text
     assert "privacy noise only" in text and "clipping bias" in text
+    assert "No confidence interval" in text and "ci_share=0" in text
+    for name, s in zip(["age", "weight"], est.noise_std_):
+        assert f"± {1.96 * s:.4g}" in text
+    bars = res["bars"]
+    assert bars.label == NOISE_LABEL
+    np.testing.assert_allclose(bars.upper - est.mean_, 1.96 * est.noise_std_)
+    np.testing.assert_allclose(est.mean_ - bars.lower, 1.96 * est.noise_std_)
+    assert mpimg.imread(res["png"]).shape[:2] == (450, 1200)
+
+
+def test_a_learned_box_prints_the_intervals_caveat(tmp_path):
+    # bounds="auto": the interval covers the clipped mean only; conf_int's
+    # warning is printed (not raised: all warnings are errors here)
+    data = _write_csv(tmp_path / "clinic.csv")
+    with open(tmp_path / "log.txt", "w") as log:
+        res = run_report(data, groups="patient", epsilon=1.0, delta=1e-6,
+                         png=tmp_path / "r.png", random_state=0, out=log)
+    assert res["conf_int"] is not None
+    text = (tmp_path / "log.txt").read_text()
+    assert CI_LABEL in text
+    assert "warning: AccuracyWarning" in text and "learned privately" in text
 
 
 # --- real CSVs (issue 26): text columns, missing cells, missing ids, ragged

@@ -46,13 +46,27 @@ def _check_alpha(alpha):
     return float(alpha)
 
 
+def _scaled_tail(x, sd, laplace):
+    """``e^{s²/2ℓ² − x/ℓ}·Φ(x/s − s/ℓ)`` without overflow.
+
+    With ``t = s/ℓ − x/s ≥ 0`` it equals ``½e^{−x²/2s²}·erfcx(t/√2)`` (the
+    exponents cancel exactly: ``Φ(−t) = ½e^{−t²/2}erfcx(t/√2)``), finite
+    however small ``ℓ`` is against ``s``; otherwise the product is taken in
+    log space, where the exponent is then at most ``−s²/2ℓ² + log Φ``."""
+    t = sd / laplace - x / sd
+    if t >= 0:
+        return (0.5 * math.exp(-0.5 * (x / sd) ** 2)
+                * float(special.erfcx(t / math.sqrt(2))))
+    a = 0.5 * (sd / laplace) ** 2
+    return math.exp(a - x / laplace + special.log_ndtr(-t))
+
+
 def _normal_laplace_cdf(x, sd, laplace):
     """CDF at ``x`` of ``N(0, sd²) + Laplace(laplace)`` (both ``> 0``), in
     closed form: ``Φ(x/s) − ½e^{s²/2ℓ² − x/ℓ}Φ(x/s − s/ℓ) + ½e^{s²/2ℓ² +
-    x/ℓ}Φ(−x/s − s/ℓ)``, the products taken in log space."""
-    a = 0.5 * (sd / laplace) ** 2
-    minus = math.exp(a - x / laplace + special.log_ndtr(x / sd - sd / laplace))
-    plus = math.exp(a + x / laplace + special.log_ndtr(-x / sd - sd / laplace))
+    x/ℓ}Φ(−x/s − s/ℓ)`` (:func:`_scaled_tail`: no overflow when ``ℓ ≪ s``)."""
+    minus = _scaled_tail(x, sd, laplace)
+    plus = _scaled_tail(-x, sd, laplace)
     return float(special.ndtr(x / sd) - 0.5 * minus + 0.5 * plus)
 
 
@@ -81,8 +95,8 @@ def _coverage(h, sd, laplace, bias, df):
     if df is None:
         return (_normal_laplace_cdf(h - bias, sd, laplace)
                 - _normal_laplace_cdf(-h - bias, sd, laplace))
-    # E over the Laplace noise: density exp(-|c|/l)/(2l); substitute c = ±l·u
 
+    # E over the Laplace noise: density exp(-|c|/l)/(2l); substitute c = ±l·u
     def f(u):
         return 0.5 * math.exp(-u) * (gauss(laplace * u) + gauss(-laplace * u))
     return integrate.quad(f, 0.0, math.inf, limit=200, epsabs=1e-12, epsrel=1e-10)[0]
@@ -256,7 +270,7 @@ class ConfidenceIntervalMixin:
 
     @property
     def bse_(self):
-        """Standard errors, one per row of :meth:`conf_int`.
+        """Standard errors of the estimate, one per row of :meth:`conf_int`.
 
         The standard deviation of the estimate's error from the sampling of
         users and the privacy noise (the bias bound, when there is one,

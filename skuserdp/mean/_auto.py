@@ -294,7 +294,7 @@ class UserMeanEstimator(UserLevelMeanEstimator):
     >>> est = UserMeanEstimator(epsilon=1.0, delta=1e-6, bounds=(-5, 5),
     ...                         random_state=0).fit(X, groups=groups)
     >>> est.method_, est.mean_.round(1)
-    ('column_scaled', array([0.5, 0.5, 0.5]))
+    ('column_scaled', array([0.5, 0.5, 0.4]))
     """
 
     _parameter_constraints: dict = {
@@ -358,6 +358,9 @@ class UserMeanEstimator(UserLevelMeanEstimator):
             kw = dict(moment_order=self.moment_order or 2.0,
                       moment_bound=self.moment_bound,
                       samples_per_user=self.samples_per_user or 1)
+        if "ci_share" in _METHODS[name]._parameter_constraints:
+            # the delegate reports the interval this fit's ci_share released
+            kw["ci_share"] = self.ci_share
         est = _METHODS[name](**common, **kw)
         est._validate_params()
         return est

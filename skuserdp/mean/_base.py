@@ -253,9 +253,6 @@ class UserLevelMeanEstimator(ConfidenceIntervalMixin, UserLevelMixin, BaseEstima
             self._check_noise(budget, scale)
             return self
 
-    #: Default share of the fit's budget spent on the interval's releases.
-    CI_SHARE = 0.05
-
     def _ci_share(self, budget, n_users, n_features, zcdp):
         """The share of the budget for :meth:`conf_int`'s releases: the
         ``ci_share`` parameter where the estimator has one (``"auto"``:
