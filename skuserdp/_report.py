@@ -833,7 +833,7 @@ def run_report(path, *, groups, epsilon=1.0, delta=1e-6, bounds=None,
               "column's true range), the users being a sample of a population of "
               "users: it covers their sampling and the privacy noise. Its "
               "statistics were released by the fit and are charged to the budget "
-              f"above (ci_share = {est.ci_share:g} of it); the interval itself is "
+              f"above (ci_share = {est.ci_share_:g} of it); the interval itself is "
               "post-processing.", file=out)
     else:
         print(f"{NOISE_LABEL}: the privacy noise only (its 95 % range, from the "

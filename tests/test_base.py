@@ -70,8 +70,9 @@ def test_the_warning_is_exactly_the_public_plan_rule(n_users):
     expected = math.sqrt(d * plan.noise_variance) > half_diagonal
     for seed in (0, 1):
         X, g = _data(n_users, seed)
+        # ci_share=0: the estimate's plan gets the whole (eps, delta)
         est = ClipNoiseMeanEstimator(epsilon=eps, delta=delta, bounds=(0, 1),
-                                     random_state=seed)
+                                     ci_share=0.0, random_state=seed)
         messages = _accuracy_messages(est, X, g)
         assert any(NOISY in m for m in messages) == expected, (n_users, messages)
 

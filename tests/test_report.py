@@ -18,6 +18,7 @@ from skuserdp._report import (
     parse_numbers, read_codebook, read_csv_cells, resolve_fill, run_report,
     select_columns, user_table)
 from skuserdp.mean._column_scaled import choose_column_noise, plan_column_scaled
+from skuserdp.mean._intervals import choose_ci_share
 
 mpimg = pytest.importorskip("matplotlib.image")
 
@@ -98,10 +99,12 @@ def test_report_values_come_from_the_fit_and_the_public_plans(tmp_path):
     np.testing.assert_array_equal(res["curves"]["ColumnScaledMeanEstimator"],
                                   curves["ColumnScaledMeanEstimator"])
     # this fit's noise is its estimator's plan at epsilon 1 less the
-    # interval's share, ci_share = 0.05 (the clipped-users check does not run
-    # at 1500 users x 2: its noise's tail would exceed a tenth of the users)
-    assert est.ci_share == 0.05
-    plan1 = plan_column_scaled(1500, 2, 0.95, 1e-6)
+    # interval's share, ci_share_ (ci_share="auto": public values) (the
+    # clipped-users check does not run at 1500 users x 2: its noise's tail
+    # would exceed a tenth of the users)
+    share = est.ci_share_
+    assert share == choose_ci_share(1500, 2, 1.0, 1e-6, zcdp=False)
+    plan1 = plan_column_scaled(1500, 2, 1.0 - share, 1e-6)
     assert plan1.check is None
     np.testing.assert_allclose(est.noise_std_,
                                half * np.sqrt(plan1.release.noise_variance),
@@ -120,7 +123,7 @@ def test_report_values_come_from_the_fit_and_the_public_plans(tmp_path):
     # wider than the noise alone: they add the sampling of the users
     assert np.all(bars.upper - bars.lower > 2 * 1.96 * est.noise_std_)
     text = (tmp_path / "log.txt").read_text()
-    assert CI_LABEL in text and "sampling" in text and "ci_share = 0.05" in text
+    assert CI_LABEL in text and "sampling" in text and f"ci_share = {share:g}" in text
     assert NOISE_LABEL not in text and "privacy noise only" not in text
     for name, (lo, hi) in zip(["age", "weight"], res["conf_int"]):
         assert f"[{lo:.4g}, {hi:.4g}]" in text

@@ -293,8 +293,10 @@ class UserMeanEstimator(UserLevelMeanEstimator):
     ...                                          mean=0.5, random_state=0)
     >>> est = UserMeanEstimator(epsilon=1.0, delta=1e-6, bounds=(-5, 5),
     ...                         random_state=0).fit(X, groups=groups)
-    >>> est.method_, est.mean_.round(1)
-    ('column_scaled', array([0.5, 0.5, 0.4]))
+    >>> est.method_, bool(np.abs(est.mean_ - 0.5).max() < 0.25)
+    ('column_scaled', True)
+    >>> est.conf_int().shape  # 95 % user-level intervals, one row per feature
+    (3, 2)
     """
 
     _parameter_constraints: dict = {
@@ -398,6 +400,8 @@ class UserMeanEstimator(UserLevelMeanEstimator):
         est = self.estimator_
         est._set_spend(loss)
         est._interval_state = self._interval_state
+        if hasattr(self, "ci_share_"):
+            est.ci_share_ = self.ci_share_
         if hasattr(self, "_no_interval_reason"):
             est._no_interval_reason = self._no_interval_reason
         return self

@@ -278,6 +278,8 @@ class UserLevelMeanEstimator(ConfidenceIntervalMixin, UserLevelMixin, BaseEstima
         zcdp = (budget.delta > 0 and self._zcdp_accounting(n_users, n_features)
                 and self.calibration == "tight")
         share = self._ci_share(budget, n_users, n_features, zcdp)
+        if "ci_share" in self._parameter_constraints:
+            self.ci_share_ = share  # public: from n_users, n_features, ε, δ
         if share == 0.0 or not self._offers_interval():
             self._no_interval_reason = (
                 "it was fitted with ci_share=0 (no interval statistics released)."

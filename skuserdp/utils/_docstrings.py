@@ -75,7 +75,7 @@ ci_share : "auto" or float, default="auto"
     picks it from public values (``n_users``, ``n_features``, ε, δ): the
     smallest share in [0.05, 0.25] whose scale step can pass a quarter of
     the users. ``0`` releases none: the whole budget goes to the mean and
-    ``conf_int`` is unavailable.""",
+    ``conf_int`` is unavailable. The share used is ``ci_share_``.""",
     "bounds_share": """\
 bounds_share : float, default=None
     Share of the budget spent learning ``bounds="auto"``: of ρ when the

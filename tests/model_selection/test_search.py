@@ -75,7 +75,8 @@ def test_private_tau_is_charged_and_tightens_a_loose_loss_bound():
     # B; the spend is the core's parallel composition of the fits and of
     # (tau release, selection), and still exactly the requested budget
     X, g = _skewed(8000, 5, 2, d=2)
-    search = PrivateGridSearch(CoinPressMeanEstimator(bounds=(0, 1)),
+    # (ci_share=0: the candidates' own releases, no interval statistics)
+    search = PrivateGridSearch(CoinPressMeanEstimator(bounds=(0, 1), ci_share=0.0),
                                {"radius": [0.1, 1.0]}, epsilon=1.0, delta=1e-6,
                                loss_bound=36.0, random_state=0).fit(X, groups=g)
     tau = search.selection_.tau
@@ -88,7 +89,7 @@ def test_private_tau_is_charged_and_tightens_a_loose_loss_bound():
     assert search.epsilon_ == pytest.approx(1.0, abs=1e-6) and search.epsilon_ <= 1.0
     # too few validation users for a private tau: loss_bound, at no cost
     X, g = _skewed(400, 5, 2, d=2)
-    small = PrivateGridSearch(CoinPressMeanEstimator(bounds=(0, 1)),
+    small = PrivateGridSearch(CoinPressMeanEstimator(bounds=(0, 1), ci_share=0.0),
                               {"radius": [0.1, 1.0]}, epsilon=1.0, delta=1e-6,
                               loss_bound=36.0, random_state=0)
     with warnings.catch_warnings():
