@@ -347,6 +347,20 @@ def _noise_draws(rng, shape, variance, law):
     return rng.laplace(0.0, sd / math.sqrt(2.0), size=shape)
 
 
+def _solve_like_the_fit(A, b):
+    """``lstsq(A_i, b_i)`` for a stack: one batched solve when every matrix
+    is well conditioned (the same solution up to round-off), ``lstsq`` (the
+    minimum-norm solution, as the fit) for the others."""
+    cond = np.linalg.cond(A)
+    ok = cond < 1e10
+    out = np.empty(b.shape)
+    if ok.any():
+        out[ok] = np.linalg.solve(A[ok], b[ok][..., None])[..., 0]
+    for i in np.flatnonzero(~ok):
+        out[i] = np.linalg.lstsq(A[i], b[i], rcond=None)[0]
+    return out
+
+
 def noise_law(noise):
     """``"gaussian"`` or ``"laplace"``: the law of a lattice noise object."""
     return "gaussian" if isinstance(noise, DiscreteGaussianNoise) else "laplace"
@@ -430,8 +444,7 @@ def bootstrap_interval(*, S_stats, w, meat, n_users, stats_variance, stats_law,
             if drop_last_diagonal:
                 R[:, -1] = 0.0
         A[:, np.arange(p), np.arange(p)] += R
-        for i in range(k):
-            draws[d0 + i] = np.linalg.lstsq(A[i], b[i], rcond=None)[0]
+        draws[d0:d0 + k] = _solve_like_the_fit(A, b)
     theta = to_natural(draws)
     estimate = np.asarray(estimate, dtype=np.float64)
     reflected = 2.0 * estimate - theta
