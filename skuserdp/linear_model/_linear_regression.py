@@ -57,6 +57,7 @@ The spend is the composition of the two releases (zCDP, or pure ε).
 No centring of the data: centres would have to be public or private.
 """
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from functools import partial
@@ -128,6 +129,11 @@ EIGEN_SHARE = 0.1
 #: share of the zCDP budget of clip_radius="auto" (the private median of the
 #: norms of the users' statistics vectors)
 CLIP_SHARE = 0.05
+
+#: the interval's share of the budget for ci_share="auto" (OUR CHOICE: the
+#: meat's noise is rarely the interval's bottleneck, see
+#: benchmarks/bench_regression_intervals.py)
+CI_SHARE = 0.05
 
 #: probability that the lower confidence bound of the smallest eigenvalue
 #: exceeds the released value's target (OUR CHOICE; AdaSSP uses δ)
@@ -514,12 +520,13 @@ class UserDPLinearRegression(UserDPRegressorMixin, _UserDPLinearModel):
         charged; within ``[r_max/1000, r_max]``); otherwise ``r_max``, the
         largest possible norm (no clipping bias, much more noise). The value
         used is ``clip_radius_``.
-    ci_share : float in [0, 1), default=0.05
+    ci_share : float in [0, 1) or "auto", default=0.05
         Share of the budget (of ρ with zCDP accounting, of ε otherwise)
         spent on the releases :meth:`conf_int` and ``bse_`` are computed
         from (a private scale of the users' scores and the private
-        cluster-robust "meat", see "Confidence intervals" below); ``0``
-        releases nothing, and :meth:`conf_int` then raises AttributeError.
+        cluster-robust "meat", see "Confidence intervals" in the Notes);
+        ``"auto"`` is 0.05; ``0`` releases nothing, and :meth:`conf_int`
+        then raises AttributeError.
     {calibration}
     {random_state}
     {n_jobs}
@@ -577,7 +584,9 @@ class UserDPLinearRegression(UserDPRegressorMixin, _UserDPLinearModel):
     is the unclipped problem's when no user is clipped: declared boxes that
     hold the data and a ``clip_radius`` at least the largest norm of a
     user's statistics (the default ``"auto"`` radius is a median and
-    down-weights the users above it, which moves the estimand). With
+    down-weights the users above it, which moves the estimand: then, and
+    with learned boxes, :meth:`conf_int` says so in an
+    :class:`~skuserdp.exceptions.AccuracyWarning`). With
     ``alpha="auto"`` the ridge's shrinkage is corrected to first order. The
     fit releases, from ``ci_share`` of its budget, a private scale of the
     users' scores ``g_i = b_i − A_i β̂`` and the mean of ``g_i g_iᵀ`` (the
@@ -603,6 +612,15 @@ class UserDPLinearRegression(UserDPRegressorMixin, _UserDPLinearModel):
     >>> coef = reg.fit(X, y, groups=groups).coef_
     >>> bool(np.abs(coef - [0.8, -0.4]).max() < 0.15), reg.epsilon_ <= 1.0
     (True, True)
+
+
+    Confidence intervals of the unclipped problem's coefficients need
+    declared boxes and a clip radius no user exceeds (here the largest
+    possible norm, √11 in box units for two features):
+
+    >>> reg = UserDPLinearRegression(epsilon=1.0, bounds=(-0.5, 0.5),
+    ...                              target_bounds=(-1.0, 1.0), clip_radius=3.32,
+    ...                              random_state=0).fit(X, y, groups=groups)
     >>> ci = reg.conf_int(0.05)  # coef_ then the intercept, (lower, upper)
     >>> ci.shape, bool(np.all(ci[:, 0] < ci[:, 1]))
     ((3, 2), True)
@@ -764,7 +782,7 @@ class UserDPLinearRegression(UserDPRegressorMixin, _UserDPLinearModel):
         budget (:func:`skuserdp.privacy.split_off`). Returns ``(epsilon_rest,
         seed_rest, ci)`` with ``ci = (budget, seed)`` or ``None`` (no
         interval: ``ci_share=0``)."""
-        share = float(self.ci_share)
+        share = CI_SHARE if self.ci_share == "auto" else float(self.ci_share)
         if share == 0.0:
             self._no_interval_reason = (
                 "it was fitted with ci_share=0 (no interval statistics released).")
@@ -817,7 +835,28 @@ class UserDPLinearRegression(UserDPRegressorMixin, _UserDPLinearModel):
             stats_variance=plan.noise_variance, stats_law=noise_law(plan.noise),
             drop_last_diagonal=drop, ridge=ridge, to_natural=to_natural,
             estimate=estimate, eigen=eigen, random_state=seed_boot)
-        return state, compose(quantile_loss, meat_plan.loss)
+        return dataclasses.replace(state, caveat=self._interval_caveat()), compose(
+            quantile_loss, meat_plan.loss)
+
+    def _interval_caveat(self):
+        """The warning of :meth:`conf_int` when the estimand is the clipped
+        problem's by construction (learned boxes, the median clip radius)."""
+        learned = [name for name, value in (("bounds", self.bounds),
+                                            ("target_bounds", self.target_bounds))
+                   if isinstance(value, str)]
+        parts = []
+        if learned:
+            parts.append(f"{' and '.join(learned)} learned privately ('auto'): "
+                         "rows and targets outside the learned boxes are clipped")
+        if self.clip_radius == "auto" and self._zcdp_accounting():
+            parts.append("clip_radius='auto' is the private median of the users' "
+                         "statistics norms: the users above it are down-weighted")
+        if not parts:
+            return ""
+        return ("the interval covers the coefficients of the clipped problem, not "
+                "of the per-user-mean-weighted population problem (" + "; ".join(parts)
+                + "). Declare bounds, target_bounds and a clip_radius at least the "
+                "largest norm of a user's statistics to cover the latter.")
 
     def _interval_labels(self):
         names = getattr(self, "feature_names_in_", None)

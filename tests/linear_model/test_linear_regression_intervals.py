@@ -20,6 +20,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from skuserdp.exceptions import AccuracyWarning
 from skuserdp.linear_model import UserDPLinearRegression, UserDPSGDRegressor
 from skuserdp.linear_model._linear_regression import sufficient_statistics
 from skuserdp.linear_model._regression_intervals import (
@@ -277,10 +278,25 @@ def test_fit_spend_is_the_composition_with_the_meat(panel, epsilon, delta):
 def test_paper_calibration_and_auto_alpha_stay_within_the_budget(panel):
     X, y, groups = panel
     for kw in (dict(calibration="paper"), dict(alpha="auto"),
-               dict(alpha="auto", delta=0.0), dict(clip_radius="auto")):
+               dict(alpha="auto", delta=0.0), dict(ci_share="auto"),
+               dict(clip_radius="auto", delta=0.0)):  # pure: r_max, no caveat
         est = _est(epsilon=1.0, random_state=1, **kw).fit(X, y, groups=groups)
         assert est.epsilon_ <= 1.0 and est.delta_ <= est.delta
         assert np.all(np.isfinite(est.conf_int()))
+
+
+@pytest.mark.parametrize("kw,what", [
+    (dict(clip_radius="auto"), "clip_radius='auto'"),
+    (dict(bounds="auto"), "bounds learned"),
+    (dict(target_bounds="auto"), "target_bounds learned"),
+])
+def test_clipped_estimands_warn_at_every_conf_int(kw, what):
+    X, y, groups = generate(3000, np.random.default_rng(8))
+    est = _est(epsilon=2.0, random_state=2, **kw).fit(X, y, groups=groups)
+    for _ in range(2):
+        with pytest.warns(AccuracyWarning, match="clipped problem") as rec:
+            est.conf_int()
+        assert what in str(rec[0].message)
 
 
 # ------------------------------------------------------------ noise laws

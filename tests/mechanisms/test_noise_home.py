@@ -166,7 +166,7 @@ def _draws_outside_mechanisms():
 
 def test_no_module_outside_mechanisms_draws_noise():
     assert len(ALLOWED) == 12 and all(len(key) == 3 and reason
-                                     for key, reason in ALLOWED.items())
+                                      for key, reason in ALLOWED.items())
     found = _draws_outside_mechanisms()
     unexpected = {key: line for key, line in found.items() if key not in ALLOWED}
     assert not unexpected, (
