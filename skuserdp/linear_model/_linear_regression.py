@@ -100,6 +100,7 @@ from ..users._column import split_groups_column
 from ..users._dask import is_dask_collection
 from ..users._resolve import check_min_users
 from ._regression_intervals import (
+    BOOTSTRAP_MAX_PARAMS,
     bootstrap_interval,
     meat_from_plan,
     noise_law,
@@ -108,6 +109,7 @@ from ._regression_intervals import (
     score_bound,
     split_interval_budget,
     user_scores,
+    wald_interval,
 )
 from ._base import (
     BOX_PARAMS_DOC,
@@ -595,7 +597,10 @@ class UserDPLinearRegression(UserDPRegressorMixin, _UserDPLinearModel):
     Ferrando, Wang and Sheldon (2022) with that meat: 2000 redraws of the
     users' sampling error and of fresh privacy noise at the released
     scales, through the estimator's own solve (PSD projection, ridge),
-    mapped to the units of ``X`` and ``y``. It is pure post-processing
+    mapped to the units of ``X`` and ``y``. Above 30 parameters the
+    bootstrap is replaced by its linearisation (a Wald interval from the
+    sandwich and the exact covariance of the statistics' noise, without the
+    ridge correction). It is pure post-processing
     (``alpha`` may change after the fit at no privacy cost) and
     asymptotic: valid as the number of users grows with the number of
     features fixed.
@@ -830,11 +835,17 @@ class UserDPLinearRegression(UserDPRegressorMixin, _UserDPLinearModel):
             return np.column_stack([coef, intercept]) if drop else coef
 
         estimate = to_natural(w)[0]
-        state = bootstrap_interval(
-            S_stats=S, w=w, meat=meat, n_users=n_users,
-            stats_variance=plan.noise_variance, stats_law=noise_law(plan.noise),
-            drop_last_diagonal=drop, ridge=ridge, to_natural=to_natural,
-            estimate=estimate, eigen=eigen, random_state=seed_boot)
+        if p > BOOTSTRAP_MAX_PARAMS:
+            state = wald_interval(
+                S_stats=S, w=w, meat=meat, n_users=n_users,
+                stats_variance=plan.noise_variance, drop_last_diagonal=drop,
+                ridge=ridge, to_natural=to_natural, estimate=estimate)
+        else:
+            state = bootstrap_interval(
+                S_stats=S, w=w, meat=meat, n_users=n_users,
+                stats_variance=plan.noise_variance, stats_law=noise_law(plan.noise),
+                drop_last_diagonal=drop, ridge=ridge, to_natural=to_natural,
+                estimate=estimate, eigen=eigen, random_state=seed_boot)
         return dataclasses.replace(state, caveat=self._interval_caveat()), compose(
             quantile_loss, meat_plan.loss)
 

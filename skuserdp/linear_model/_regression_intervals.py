@@ -77,7 +77,8 @@ from ..privacy import (
 from ..utils._random import make_seed_sequence
 
 __all__ = ["MeatPlan", "plan_meat", "score_bound", "user_scores", "release_meat",
-           "meat_matrix", "meat_from_plan", "bootstrap_interval", "N_BOOTSTRAP"]
+           "meat_matrix", "meat_from_plan", "bootstrap_interval", "wald_interval",
+           "noise_covariance", "N_BOOTSTRAP", "BOOTSTRAP_MAX_PARAMS"]
 
 #: the private scale of the scores is this quantile of the users' ‖g_i‖
 MEAT_QUANTILE = 0.9
@@ -347,12 +348,10 @@ def _noise_draws(rng, shape, variance, law):
     return rng.laplace(0.0, sd / math.sqrt(2.0), size=shape)
 
 
-def _solve_like_the_fit(A, b):
-    """``lstsq(A_i, b_i)`` for a stack: one batched solve when every matrix
-    is well conditioned (the same solution up to round-off), ``lstsq`` (the
-    minimum-norm solution, as the fit) for the others."""
-    cond = np.linalg.cond(A)
-    ok = cond < 1e10
+def _solve_like_the_fit(A, b, ok):
+    """``lstsq(A_i, b_i)`` for a stack: one batched solve for the matrices
+    known to be well conditioned (``ok``: the same solution up to round-off),
+    ``lstsq`` (the minimum-norm solution, as the fit) for the others."""
     out = np.empty(b.shape)
     if ok.any():
         out[ok] = np.linalg.solve(A[ok], b[ok][..., None])[..., 0]
@@ -364,6 +363,60 @@ def _solve_like_the_fit(A, b):
 def noise_law(noise):
     """``"gaussian"`` or ``"laplace"``: the law of a lattice noise object."""
     return "gaussian" if isinstance(noise, DiscreteGaussianNoise) else "laplace"
+
+
+def noise_covariance(beta, variance, *, drop_last_diagonal):
+    """Covariance of ``e_b − E_A β``: the privacy noise of the released
+    statistics at ``β`` (internal coordinates).
+
+    Every released coordinate has noise of variance ``σ²`` (``variance``):
+    the entries of ``b`` and the upper triangle of ``A`` with its
+    off-diagonal entries times √2, so ``Var(E_rc) = σ²`` on the diagonal,
+    ``σ²/2`` off it (``E_rc = E_cr``, one draw), and 0 for the intercept's
+    constant entry when it is not released. With ``(E β)_r = Σ_c E_rc β_c``:
+    ``Cov_rr = Σ_c Var(E_rc) β_c²`` and ``Cov_rs = Var(E_rs) β_r β_s``
+    (``r ≠ s``: only the entry shared by rows r and s), plus ``σ²I`` from
+    ``e_b``.
+    """
+    beta = np.asarray(beta, dtype=np.float64)
+    p = beta.shape[0]
+    V = np.full((p, p), variance / 2.0)
+    np.fill_diagonal(V, variance)
+    if drop_last_diagonal:
+        V[p - 1, p - 1] = 0.0
+    cov = V * np.outer(beta, beta)
+    np.fill_diagonal(cov, V @ (beta * beta))
+    return cov + variance * np.eye(p)
+
+
+def wald_interval(*, S_stats, w, meat, n_users, stats_variance, drop_last_diagonal,
+                  ridge, to_natural, estimate):
+    """The closed-form (linearised) interval of the fast path for many
+    parameters: ``Var(θ̂) ≈ J M⁻¹ (Ŝ/(n−1) + Σ_e) M⁻¹ Jᵀ`` with ``M = Ã + Λ``,
+    ``Σ_e`` :func:`noise_covariance` at the released ``β̂`` and ``J`` the
+    linear part of the public map to natural units; normal quantiles. No
+    correction of the ridge's shrinkage or of the noisy inverse's bias."""
+    p = w.shape[0]
+    J = to_natural(np.eye(p)) - to_natural(np.zeros((1, p)))
+    inv = np.linalg.pinv(S_stats + np.diag(ridge))
+    left = J.T @ inv
+    sampling = left @ (meat / max(int(n_users) - 1, 1)) @ left.T
+    noise = left @ noise_covariance(w, stats_variance,
+                                    drop_last_diagonal=drop_last_diagonal) @ left.T
+    zero = np.zeros_like(np.asarray(estimate, dtype=np.float64))
+    return IntervalState(
+        np.asarray(estimate, dtype=np.float64),
+        np.sqrt(np.maximum(np.diag(sampling), 0.0)),
+        np.sqrt(np.maximum(np.diag(noise), 0.0)), zero, zero, method="wald",
+        estimand=ESTIMAND)
+
+
+ESTIMAND = ("the population coefficients of the per-user-mean-weighted least "
+            "squares problem (row weights 1/m_i), of the clipped statistics")
+
+#: above this many parameters the interval is the closed-form Wald fast path
+#: (the bootstrap's 2000 eigendecompositions of p × p matrices are too slow)
+BOOTSTRAP_MAX_PARAMS = 30
 
 
 def bootstrap_interval(*, S_stats, w, meat, n_users, stats_variance, stats_law,
@@ -431,7 +484,8 @@ def bootstrap_interval(*, S_stats, w, meat, n_users, stats_variance, stats_law,
         E[:, cols, rows] = ent
         A = S_stats[None] + E
         ev, evec = np.linalg.eigh(A)
-        A = (evec * np.maximum(ev, 0.0)[:, None, :]) @ evec.transpose(0, 2, 1)
+        ev = np.maximum(ev, 0.0)
+        A = (evec * ev[:, None, :]) @ evec.transpose(0, 2, 1)
         b = b_center[None] + Z + e[:, n_tri:]
         if eigen is None:
             R = np.broadcast_to(np.asarray(ridge, dtype=np.float64), (k, p))
@@ -444,7 +498,10 @@ def bootstrap_interval(*, S_stats, w, meat, n_users, stats_variance, stats_law,
             if drop_last_diagonal:
                 R[:, -1] = 0.0
         A[:, np.arange(p), np.arange(p)] += R
-        draws[d0:d0 + k] = _solve_like_the_fit(A, b)
+        # the ridge (>= 0) only raises the spectrum: λ_min(A + R) >= ev[0]
+        top = ev[:, -1] + R.max(axis=1)
+        ok = ev[:, 0] > 1e-10 * np.maximum(top, 1e-300)
+        draws[d0:d0 + k] = _solve_like_the_fit(A, b, ok)
     theta = to_natural(draws)
     estimate = np.asarray(estimate, dtype=np.float64)
     reflected = 2.0 * estimate - theta
@@ -458,6 +515,4 @@ def bootstrap_interval(*, S_stats, w, meat, n_users, stats_variance, stats_law,
     zero = np.zeros_like(estimate)
     return IntervalState(
         estimate, sampling, noise, zero, zero, draws=reflected, method="bootstrap",
-        estimand=("the population coefficients of the per-user-mean-weighted "
-                  "least squares problem (row weights 1/m_i), of the clipped "
-                  "statistics"))
+        estimand=ESTIMAND)

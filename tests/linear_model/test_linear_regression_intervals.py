@@ -24,10 +24,12 @@ from skuserdp.exceptions import AccuracyWarning
 from skuserdp.linear_model import UserDPLinearRegression, UserDPSGDRegressor
 from skuserdp.linear_model._linear_regression import sufficient_statistics
 from skuserdp.linear_model._regression_intervals import (
+    BOOTSTRAP_MAX_PARAMS,
     MEAT_FLOAT_SLACK,
     N_BOOTSTRAP,
     QUANTILE_SHARE,
     meat_matrix,
+    noise_covariance,
     plan_meat,
     release_meat,
     score_bound,
@@ -521,3 +523,48 @@ def test_meat_release_audit_with_positive_control():
     a, b = _audit_samples(bad, Ga, Gb, 4000)
     res = epsilon_lower_bound(a, b, delta=delta, epsilon_claimed=claimed)
     assert res.violation, str(res)
+
+
+# ------------------------------------------------------------ Wald fast path
+@pytest.mark.parametrize("drop", [True, False])
+def test_noise_covariance_matches_the_encoding(drop):
+    # simulate the released coordinates' noise exactly as they are encoded
+    # (upper triangle, off-diagonal entries times √2, the intercept's
+    # constant entry not released) and compare Cov(e_b − E β)
+    rng = np.random.default_rng(9)
+    p, sigma2, R = 4, 0.3, 200_000
+    beta = np.array([0.7, -1.2, 0.4, 0.9])
+    rows, cols = np.triu_indices(p)
+    if drop:
+        keep = ~((rows == p - 1) & (cols == p - 1))
+        rows, cols = rows[keep], cols[keep]
+    scale = np.where(rows == cols, 1.0, math.sqrt(2.0))
+    e = rng.normal(0.0, math.sqrt(sigma2), size=(R, rows.size + p))
+    E = np.zeros((R, p, p))
+    E[:, rows, cols] = e[:, :rows.size] / scale
+    E[:, cols, rows] = e[:, :rows.size] / scale
+    err = e[:, rows.size:] - E @ beta
+    got = np.cov(err, rowvar=False)
+    want = noise_covariance(beta, sigma2, drop_last_diagonal=drop)
+    se = np.sqrt((np.outer(np.diag(want), np.diag(want)) + want ** 2) / R)
+    assert np.all(np.abs(got - want) <= 5 * se)
+
+
+def test_many_parameters_use_the_wald_fast_path():
+    rng = np.random.default_rng(10)
+    n, d = 3000, BOOTSTRAP_MAX_PARAMS  # p = d + 1 > BOOTSTRAP_MAX_PARAMS
+    m = rng.integers(1, 4, size=n)
+    groups = np.repeat(np.arange(n), m)
+    X = rng.uniform(-1, 1, size=(groups.size, d))
+    y = np.clip(X[:, 0] - 0.5 * X[:, 1] + 0.3 * rng.normal(size=groups.size), -3, 3)
+    b2 = d + 1.0
+    est = UserDPLinearRegression(epsilon=4.0, bounds=(-1, 1), target_bounds=(-3, 3),
+                                 clip_radius=math.sqrt(b2 * b2 - 1 + b2),
+                                 random_state=0).fit(X, y, groups=groups)
+    state = est._interval_state
+    assert state.method == "wald" and state.draws is None
+    ci = est.conf_int(0.05)
+    assert ci.shape == (d + 1, 2)
+    np.testing.assert_allclose(ci.mean(axis=1), np.r_[est.coef_, est.intercept_])
+    np.testing.assert_allclose(est.bse_, np.hypot(state.sampling_std, state.noise_std))
+    assert np.all(state.noise_std > 0) and np.all(state.sampling_std > 0)
