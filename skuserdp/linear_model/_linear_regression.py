@@ -54,6 +54,13 @@ c. ``α = max(0, σ√(2p) − λ̃)``: never more than the fixed ridge ``σ√(
 
 The spend is the composition of the two releases (zCDP, or pure ε).
 
+Confidence intervals (``ci_share > 0``, :mod:`._regression_intervals`):
+``ci_share`` of the budget is taken first (of ρ under zCDP accounting, of
+ε otherwise); after the fit, a private scale of the users' scores
+``g_i = b_i − A_i β̂`` and their private "meat" ``(1/n) Σ g_i g_iᵀ`` are
+released, and ``conf_int`` is a parametric bootstrap of the released fit
+(post-processing).
+
 No centring of the data: centres would have to be public or private.
 """
 
