@@ -27,6 +27,7 @@ from ..base import (
     _box_half_width,
     _box_midpoint,
 )
+from ..inference import ConfidenceIntervalMixin
 from ..mechanisms import learn_box_for_fit
 from ..users._aggregate import _means_by_code
 from ..users._dask import DaskPanel, is_dask_collection, refuse_dask
@@ -192,8 +193,17 @@ def dask_user_columns(panel, check=None):
     return user_columns
 
 
-class _UserDPLinearModel(UserLevelMixin, BaseEstimator):
-    """Base class: validation, public boxes and the fitted spend."""
+class _UserDPLinearModel(ConfidenceIntervalMixin, UserLevelMixin, BaseEstimator):
+    """Base class: validation, public boxes and the fitted spend.
+
+    ``conf_int``/``bse_`` (:class:`~skuserdp.inference.ConfidenceIntervalMixin`)
+    work for the models whose fit records an interval state; the others say
+    why not (``_no_interval_reason``).
+    """
+
+    #: why a fit has no confidence interval (a model may set it per fit)
+    _no_interval_reason = ("this model has no interval construction (docs: "
+                           "'Confidence intervals').")
 
     _parameter_constraints: dict = {
         **BUDGET_CONSTRAINTS,

@@ -54,9 +54,17 @@ c. ``α = max(0, σ√(2p) − λ̃)``: never more than the fixed ridge ``σ√(
 
 The spend is the composition of the two releases (zCDP, or pure ε).
 
+Confidence intervals (``ci_share > 0``, :mod:`._regression_intervals`):
+``ci_share`` of the budget is taken first (of ρ under zCDP accounting, of
+ε otherwise); after the fit, a private scale of the users' scores
+``g_i = b_i − A_i β̂`` and their private "meat" ``(1/n) Σ g_i g_iᵀ`` are
+released, and ``conf_int`` is a parametric bootstrap of the released fit
+(post-processing).
+
 No centring of the data: centres would have to be public or private.
 """
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from functools import partial
@@ -66,6 +74,8 @@ import numpy as np
 from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from ..base import CI_CONSTRAINTS
+from ..mean._base import _compose_any
 from ..mean._clip_noise import clip_noise_from_plan, plan_clip_noise
 from ..mechanisms._private_bounds import private_quantile
 from ..mechanisms import (
@@ -96,6 +106,18 @@ from ..utils._random import make_seed_sequence
 from ..users._column import split_groups_column
 from ..users._dask import is_dask_collection
 from ..users._resolve import check_min_users
+from ._regression_intervals import (
+    BOOTSTRAP_MAX_PARAMS,
+    bootstrap_interval,
+    meat_from_plan,
+    noise_law,
+    plan_meat,
+    private_score_radius,
+    score_bound,
+    split_interval_budget,
+    user_scores,
+    wald_interval,
+)
 from ._base import (
     BOX_PARAMS_DOC,
     UserDPRegressorMixin,
@@ -116,6 +138,11 @@ EIGEN_SHARE = 0.1
 #: share of the zCDP budget of clip_radius="auto" (the private median of the
 #: norms of the users' statistics vectors)
 CLIP_SHARE = 0.05
+
+#: the interval's share of the budget for ci_share="auto" (OUR CHOICE: the
+#: meat's noise is rarely the interval's bottleneck, see
+#: benchmarks/bench_regression_intervals.py)
+CI_SHARE = 0.05
 
 #: probability that the lower confidence bound of the smallest eigenvalue
 #: exceeds the released value's target (OUR CHOICE; AdaSSP uses δ)
@@ -502,6 +529,13 @@ class UserDPLinearRegression(UserDPRegressorMixin, _UserDPLinearModel):
         charged; within ``[r_max/1000, r_max]``); otherwise ``r_max``, the
         largest possible norm (no clipping bias, much more noise). The value
         used is ``clip_radius_``.
+    ci_share : float in [0, 1) or "auto", default=0.05
+        Share of the budget (of ρ with zCDP accounting, of ε otherwise)
+        spent on the releases :meth:`conf_int` and ``bse_`` are computed
+        from (a private scale of the users' scores and the private
+        cluster-robust "meat", see "Confidence intervals" in the Notes);
+        ``"auto"`` is 0.05; ``0`` releases nothing, and :meth:`conf_int`
+        then raises AttributeError.
     {calibration}
     {random_state}
     {n_jobs}
@@ -521,9 +555,14 @@ class UserDPLinearRegression(UserDPRegressorMixin, _UserDPLinearModel):
     n_users_ : int
         Number of users.
     {feature_attributes}
+    bse_ : ndarray of shape (n_features + fit_intercept,)
+        Standard errors of ``coef_`` then ``intercept_`` (the standard
+        deviation of the bootstrap draws: sampling of the users and privacy
+        noise); needs ``ci_share > 0``.
     privacy_loss_ : ZCDP or PureDP
         The privacy loss of the fit: the statistics release composed, for
-        ``alpha="auto"``, with the smallest-eigenvalue release.
+        ``alpha="auto"``, with the smallest-eigenvalue release, and, for
+        ``ci_share > 0``, with the interval's two releases.
     epsilon_, delta_ : float
         That loss as (ε, δ); at most the targets.
     rho_ : float or None
@@ -541,6 +580,38 @@ class UserDPLinearRegression(UserDPRegressorMixin, _UserDPLinearModel):
     boxes ``bounds``/``target_bounds`` (declared or learned privately);
     fitting a scaler on the private data is itself a leak.
 
+    **Confidence intervals.** :meth:`conf_int` (one row per entry of
+    ``coef_``, then ``"intercept"``) covers the population coefficients of
+    the per-user-mean-weighted least-squares problem: the ``β`` solving
+    ``E[A_i] β = E[b_i]`` over the population of users, with ``A_i`` and
+    ``b_i`` user ``i``'s mean ``x̃x̃ᵀ`` and ``x̃y`` -- equivalently, weighted
+    least squares with row weights ``1/m_i`` (``m_i`` the user's rows),
+    clustered by user -- *in the boxes and clipping the estimator uses*:
+    rows and targets clipped to ``bounds``/``target_bounds`` and the users'
+    statistics clipped to ``clip_radius_`` (``E[c_i A_i]β = E[c_i b_i]``,
+    ``c_i`` the clip factor, the intercept's constant entry unclipped). It
+    is the unclipped problem's when no user is clipped: declared boxes that
+    hold the data and a ``clip_radius`` at least the largest norm of a
+    user's statistics (the default ``"auto"`` radius is a median and
+    down-weights the users above it, which moves the estimand: then, and
+    with learned boxes, :meth:`conf_int` says so in an
+    :class:`~skuserdp.exceptions.AccuracyWarning`). With
+    ``alpha="auto"`` the ridge's shrinkage is corrected to first order. The
+    fit releases, from ``ci_share`` of its budget, a private scale of the
+    users' scores ``g_i = b_i − A_i β̂`` and the mean of ``g_i g_iᵀ`` (the
+    cluster-robust "meat", replace-one sensitivity ``√2·C²/n`` for scores
+    clipped to ``C``); the interval is the basic parametric bootstrap of
+    Ferrando, Wang and Sheldon (2022) with that meat: 2000 redraws of the
+    users' sampling error and of fresh privacy noise at the released
+    scales, through the estimator's own solve (PSD projection, ridge),
+    mapped to the units of ``X`` and ``y``. Above 30 parameters the
+    bootstrap is replaced by its linearisation (a Wald interval from the
+    sandwich and the exact covariance of the statistics' noise, without the
+    ridge correction). It is pure post-processing
+    (``alpha`` may change after the fit at no privacy cost) and
+    asymptotic: valid as the number of users grows with the number of
+    features fixed.
+
     Examples
     --------
     >>> import numpy as np
@@ -553,6 +624,18 @@ class UserDPLinearRegression(UserDPRegressorMixin, _UserDPLinearModel):
     >>> coef = reg.fit(X, y, groups=groups).coef_
     >>> bool(np.abs(coef - [0.8, -0.4]).max() < 0.15), reg.epsilon_ <= 1.0
     (True, True)
+
+
+    Confidence intervals of the unclipped problem's coefficients need
+    declared boxes and a clip radius no user exceeds (here the largest
+    possible norm, √11 in box units for two features):
+
+    >>> reg = UserDPLinearRegression(epsilon=1.0, bounds=(-0.5, 0.5),
+    ...                              target_bounds=(-1.0, 1.0), clip_radius=3.32,
+    ...                              random_state=0).fit(X, y, groups=groups)
+    >>> ci = reg.conf_int(0.05)  # coef_ then the intercept, (lower, upper)
+    >>> ci.shape, bool(np.all(ci[:, 0] < ci[:, 1]))
+    ((3, 2), True)
     """
 
     _parameter_constraints: dict = {
@@ -561,15 +644,17 @@ class UserDPLinearRegression(UserDPRegressorMixin, _UserDPLinearModel):
         "target_bounds": [StrOptions({"auto"}), "array-like"],
         "clip_radius": [StrOptions({"auto"}),
                         Interval(Real, 0, None, closed="neither")],
+        **CI_CONSTRAINTS,
     }
 
     def __init__(self, epsilon=1.0, delta=1e-6, *, alpha="auto", fit_intercept=True,
                  bounds="auto", bounds_share=None, target_bounds="auto",
-                 clip_radius="auto", calibration="tight", random_state=None,
-                 n_jobs=None):
+                 clip_radius="auto", ci_share=0.05, calibration="tight",
+                 random_state=None, n_jobs=None):
         self.epsilon = epsilon
         self.delta = delta
         self.alpha = alpha
+        self.ci_share = ci_share
         self.fit_intercept = fit_intercept
         self.bounds = bounds
         self.target_bounds = target_bounds
@@ -656,6 +741,7 @@ class UserDPLinearRegression(UserDPRegressorMixin, _UserDPLinearModel):
             else:
                 radius = self._max_radius()
             self.clip_radius_ = radius
+            epsilon, seed, ci = self._split_interval_budget(epsilon, seed)
             plan, eig_plan = self._plan(n_users, p, n_stats, radius, epsilon)
             if eig_plan is None:
                 seed_stats = seed
@@ -666,7 +752,6 @@ class UserDPLinearRegression(UserDPRegressorMixin, _UserDPLinearModel):
                                                random_state=seed_eig)
             released = clip_noise_from_plan(V, plan, random_state=seed_stats,
                                             n_jobs=self.n_jobs)
-            del V
             S, b = _unpack(released, p, drop)
             eigval, eigvec = np.linalg.eigh(S)
             S = (eigvec * np.maximum(eigval, 0.0)) @ eigvec.T
@@ -690,10 +775,112 @@ class UserDPLinearRegression(UserDPRegressorMixin, _UserDPLinearModel):
                 loss = compose(box_loss, loss)
             self.coef_ = coef[0]
             self.intercept_ = float(intercept[0])
+            self._interval_state = None
+            if ci is not None:
+                state, ci_loss = self._interval_release(
+                    V, w, S, ridge, plan, eig_plan, scale, ci)
+                loss = _compose_any(loss, ci_loss, self.delta)
+                self._interval_state = state
+            del V
             self.alpha_ = alpha
             self.n_users_ = n_users
             self._set_spend(loss)
             return self
+
+    def _split_interval_budget(self, epsilon, seed):
+        """Take ``ci_share`` of the budget left for the fit's own releases
+        for the interval's (public values): of ρ with zCDP accounting
+        (:func:`skuserdp.privacy.split_zcdp`), otherwise of ε as a pure
+        budget (:func:`skuserdp.privacy.split_off`). Returns ``(epsilon_rest,
+        seed_rest, ci)`` with ``ci = (budget, seed)`` or ``None`` (no
+        interval: ``ci_share=0``)."""
+        share = CI_SHARE if self.ci_share == "auto" else float(self.ci_share)
+        if share == 0.0:
+            self._no_interval_reason = (
+                "it was fitted with ci_share=0 (no interval statistics released).")
+            return epsilon, seed, None
+        self.__dict__.pop("_no_interval_reason", None)
+        seed_fit, seed_ci = make_seed_sequence(seed).spawn(2)
+        if self._zcdp_accounting():
+            ci_budget, rest_eps = split_zcdp(epsilon, self.delta, share)
+        else:
+            eps_ci, rest = split_off(PureDP(epsilon) if self.delta == 0
+                                     else ApproxDP(epsilon, self.delta), share)
+            ci_budget, rest_eps = PureDP(eps_ci), rest.epsilon
+        return rest_eps, seed_fit, (ci_budget, seed_ci)
+
+    def _interval_release(self, V, w, S, ridge, plan, eig_plan, scale, ci):
+        """The interval's releases (the scores' private scale, then the
+        meat) and its bootstrap (:mod:`._regression_intervals`); returns the
+        :class:`~skuserdp.inference.IntervalState` in natural units and the
+        releases' loss."""
+        ci_budget, seed_ci = ci
+        seed_q, seed_meat, seed_boot = make_seed_sequence(seed_ci).spawn(3)
+        drop = bool(self.fit_intercept)
+        p = w.shape[0]
+        n_users = V.shape[0]
+        G = user_scores(V, w, clip_radius=plan.ball, norm=plan.norm,
+                        drop_last_diagonal=drop)
+        op_bound, _ = second_moment_bounds(self._row_bound, plan.ball,
+                                           constant_entry=drop)
+        cap = score_bound(plan.ball, self._row_bound, op_bound,
+                          float(np.linalg.norm(w)), intercept=drop)
+        eps0, quantile_loss, meat_budget = split_interval_budget(ci_budget)
+        radius = private_score_radius(G, eps0, cap, seed_q)
+        meat_plan = plan_meat(n_users, p, budget=meat_budget, radius=radius,
+                              calibration=self.calibration)
+        meat = meat_from_plan(G, meat_plan, random_state=seed_meat)
+        del G
+        eigen = None
+        if eig_plan is not None:
+            eigen = {"noise_std": eig_plan.noise_std, "law": noise_law(eig_plan.noise),
+                     "tail": eig_plan.upper_tail(EIGEN_FAILURE),
+                     "noise_bound": math.sqrt(2.0 * p * plan.noise_variance)}
+
+        def to_natural(W):
+            coef, intercept = scale.unscale(*self._set_coef(np.atleast_2d(W)))
+            return np.column_stack([coef, intercept]) if drop else coef
+
+        estimate = to_natural(w)[0]
+        if p > BOOTSTRAP_MAX_PARAMS:
+            state = wald_interval(
+                S_stats=S, w=w, meat=meat, n_users=n_users,
+                stats_variance=plan.noise_variance, drop_last_diagonal=drop,
+                ridge=ridge, to_natural=to_natural, estimate=estimate)
+        else:
+            state = bootstrap_interval(
+                S_stats=S, w=w, meat=meat, n_users=n_users,
+                stats_variance=plan.noise_variance, stats_law=noise_law(plan.noise),
+                drop_last_diagonal=drop, ridge=ridge, to_natural=to_natural,
+                estimate=estimate, eigen=eigen, random_state=seed_boot)
+        return dataclasses.replace(state, caveat=self._interval_caveat()), compose(
+            quantile_loss, meat_plan.loss)
+
+    def _interval_caveat(self):
+        """The warning of :meth:`conf_int` when the estimand is the clipped
+        problem's by construction (learned boxes, the median clip radius)."""
+        learned = [name for name, value in (("bounds", self.bounds),
+                                            ("target_bounds", self.target_bounds))
+                   if isinstance(value, str)]
+        parts = []
+        if learned:
+            parts.append(f"{' and '.join(learned)} learned privately ('auto'): "
+                         "rows and targets outside the learned boxes are clipped")
+        if self.clip_radius == "auto" and self._zcdp_accounting():
+            parts.append("clip_radius='auto' is the private median of the users' "
+                         "statistics norms: the users above it are down-weighted")
+        if not parts:
+            return ""
+        return ("the interval covers the coefficients of the clipped problem, not "
+                "of the per-user-mean-weighted population problem (" + "; ".join(parts)
+                + "). Declare bounds, target_bounds and a clip_radius at least the "
+                "largest norm of a user's statistics to cover the latter.")
+
+    def _interval_labels(self):
+        names = getattr(self, "feature_names_in_", None)
+        if names is None:
+            return None
+        return [str(n) for n in names] + (["intercept"] if self.fit_intercept else [])
 
     def _private_clip_radius(self, V, epsilon, seed):
         """``clip_radius="auto"`` with zCDP accounting: the private median of

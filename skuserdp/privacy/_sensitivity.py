@@ -29,6 +29,7 @@ __all__ = [
     "linf_ball_l2_radius",
     "replace_one_count_sensitivity",
     "squared_deviation_ball",
+    "rank_one_psd_sum_sensitivity",
 ]
 
 NORMS = ("l1", "l2", "linf")
@@ -301,3 +302,61 @@ def squared_deviation_ball(dim, geometry, norm):
     if geometry == "ball":
         return (0.5, half) if half < 1.0 or d == 1 else (0.0, 1.0)
     raise ValueError(f"geometry must be 'box' or 'ball', got {geometry!r}.")
+
+
+def rank_one_psd_sum_sensitivity(frobenius_bound, dim, grid, *, float_slack=0.0):
+    """Replace-one ℓ2 sensitivity, in grid units, of a lattice sum of ``g gᵀ``.
+
+    Every user contributes one rank-one PSD matrix ``g_u g_uᵀ`` with
+    ``‖g_u‖² <= F`` (``frobenius_bound``), released as its upper triangle
+    with the off-diagonal entries times √2 (so that the ℓ2 norm of the
+    vector is the Frobenius norm of the matrix), computed in floating point
+    within ``float_slack`` of the exact vector (ℓ2), divided by the
+    power-of-two ``grid`` and rounded to the integer lattice. Used by the
+    cluster-robust "meat" of
+    :class:`~skuserdp.linear_model.UserDPLinearRegression`'s confidence
+    intervals.
+
+    The argument. For two users ``g`` and ``h``,
+    ``‖ggᵀ − hhᵀ‖_F² = ‖g‖⁴ + ‖h‖⁴ − 2(gᵀh)² <= 2F²``: the exact
+    contributions differ by at most ``√2·F``, not ``2F`` (the generic
+    :func:`replace_one_sum_sensitivity` of a ball of radius F). Each
+    computed contribution is within ``float_slack`` of its exact value and
+    its rounding moves it by at most ``√k/2`` grid steps (``k = dim(dim+1)/2``
+    entries), so the two integer vectors, hence the exact integer sums,
+    differ by at most
+
+    ``Δ = √2·F/grid + 2·(√k/2 + float_slack/grid)``.
+
+    Parameters
+    ----------
+    frobenius_bound : float
+        Bound ``F`` on ``‖g_u‖²`` (the Frobenius norm of ``g_u g_uᵀ``),
+        ``>= 0``.
+    dim : int
+        Dimension of ``g_u``, ``>= 1``.
+    grid : float
+        Power-of-two grid step, ``> 0``.
+    float_slack : float, default=0.0
+        ℓ2 bound on the float error of each computed contribution.
+
+    Returns
+    -------
+    sensitivity : float
+        In grid units, for :func:`~skuserdp.mechanisms.calibrate_noise`.
+
+    Examples
+    --------
+    >>> from skuserdp.privacy import rank_one_psd_sum_sensitivity
+    >>> round(rank_one_psd_sum_sensitivity(1.0, 2, 2.0 ** -10) - 2 ** 10.5, 6)  # √3
+    1.732051
+    """
+    F = _nonneg("frobenius_bound", frobenius_bound)
+    slack = _nonneg("float_slack", float_slack)
+    grid = float(grid)
+    if not (math.isfinite(grid) and grid > 0 and math.frexp(grid)[0] == 0.5):
+        raise ValueError(f"grid must be a positive power of two, got {grid!r}.")
+    d = _check_count("dim", dim)
+    k = d * (d + 1) // 2
+    return math.sqrt(2.0) * F / grid + 2.0 * (0.5 * _rounding_term(k, "l2")
+                                              + slack / grid)

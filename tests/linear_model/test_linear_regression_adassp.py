@@ -84,8 +84,12 @@ def _r_max(d, intercept):
 
 def _est(d, cls=UserDPLinearRegression, **kw):
     """The estimator with the declared boxes and, unless given, the numeric
-    clip radius ``_r_max`` (no clipping bias, no private radius release)."""
+    clip radius ``_r_max`` (no clipping bias, no private radius release) and
+    no interval releases (``ci_share=0``: their accounting is tested in
+    test_linear_regression_intervals.py)."""
     kw.setdefault("clip_radius", _r_max(d, kw.get("fit_intercept", True)))
+    if cls is UserDPLinearRegression:
+        kw.setdefault("ci_share", 0.0)
     A = _half(d)
     return cls(bounds=(-A, A), target_bounds=(-1.0, 1.0), **kw)
 

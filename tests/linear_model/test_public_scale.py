@@ -29,6 +29,7 @@ from skuserdp.linear_model._dpsgd import INTERCEPT_SHARE, SMOOTH_SHARE
 from skuserdp.linear_model._linear_regression import CLIP_SHARE as LR_CLIP_SHARE
 from skuserdp.linear_model._linear_regression import EIGEN_SHARE, plan_min_eigenvalue
 from skuserdp.linear_model._losses import get_loss
+from skuserdp.linear_model._regression_intervals import split_interval_budget
 from skuserdp.linear_model._sgd import plan_gradient_descent
 from skuserdp.mean import plan_clip_noise
 from skuserdp.mechanisms._private_bounds import _positive_grid
@@ -250,21 +251,28 @@ def test_linear_regression_default_spend_is_the_composition_of_its_releases(
     box_loss, eps1, _ = _box_spend(n_users, d + 1, epsilon, delta)
     # 2. clip_radius="auto": the private median of the statistics norms
     radius_loss, eps2 = split_zcdp(eps1, delta, LR_CLIP_SHARE)
-    # 3. alpha="auto": the eigenvalue and the statistics, for the released
+    # 3. the interval's share (ci_share=0.05 of the ρ left): the scores'
+    #    private quantile and the meat, whose noise is calibrated to its
+    #    budget for a released radius (so compared through its budget)
+    ci_budget, eps3 = split_zcdp(eps2, delta, 0.05)
+    _, quantile_loss, meat_budget = split_interval_budget(ci_budget)
+    # 4. alpha="auto": the eigenvalue and the statistics, for the released
     #    radius (a public input of the plans)
     p = d + 1
     n_stats = p * (p + 3) // 2 - 1
-    eig_budget, rest = split_zcdp_shares(ZCDP(zcdp_rho_for(eps2, delta)),
+    eig_budget, rest = split_zcdp_shares(ZCDP(zcdp_rho_for(eps3, delta)),
                                          [EIGEN_SHARE, 1.0 - EIGEN_SHARE])
     plan = plan_clip_noise(n_users, n_stats, budget=rest, radius=est.clip_radius_,
                            calibration="tight")
     eig = plan_min_eigenvalue(n_users, p, budget=eig_budget, row_bound=_row_bound(d),
                               clip_radius=plan.ball, intercept=True)
-    total = compose(box_loss, radius_loss, eig.loss, plan.loss)
+    total = compose(box_loss, radius_loss, eig.loss, plan.loss, quantile_loss,
+                    meat_budget)
     assert isinstance(est.privacy_loss_, ZCDP)
-    assert est.privacy_loss_.rho == pytest.approx(total.rho, rel=1e-12)
+    assert est.privacy_loss_.rho <= total.rho
+    assert est.privacy_loss_.rho == pytest.approx(total.rho, rel=1e-9)
     assert est.epsilon_ == pytest.approx(
-        zcdp_to_approx_dp(total, delta).epsilon, rel=1e-12)
+        zcdp_to_approx_dp(total, delta).epsilon, rel=1e-9)
     assert est.epsilon_ <= epsilon and est.delta_ == delta
     for part in (box_loss, radius_loss, eig.loss):
         assert part.rho > 1e-6 * total.rho
