@@ -147,6 +147,13 @@ _ESTIMANDS = {
 }
 
 
+def _spawn_group_seeds(root, n_groups):
+    """The seeds of ``interval="groups"``: child 0 draws the partition,
+    children ``1..K`` the K fits' noise (distinct streams)."""
+    partition, *fits = root.spawn(n_groups + 1)
+    return partition, fits
+
+
 class _BaseUserDPSGD(ConfidenceIntervalMixin, _UserDPLinearModel):
     """Shared fit logic of the DP-SGD regressor and classifier."""
 
@@ -232,7 +239,7 @@ class _BaseUserDPSGD(ConfidenceIntervalMixin, _UserDPLinearModel):
         # data-independent: the permutation's seed and the fits' seeds are
         # distinct children of the fit's root seed
         root = make_seed_sequence(fit_random_state(self.random_state))
-        partition_seed, *fit_seeds = root.spawn(k + 1)
+        partition_seed, fit_seeds = _spawn_group_seeds(root, k)
         group = group_assignment(n_users, k, partition_seed)[codes]
         names = getattr(self, "feature_names_in_", None)
         template = clone(self).set_params(interval=None)
