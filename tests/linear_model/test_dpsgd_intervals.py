@@ -116,7 +116,8 @@ def test_group_assignment_is_a_balanced_permutation():
     seed = np.random.SeedSequence(5)
     a = group_assignment(103, 5, seed)
     assert sorted(np.bincount(a)) == [20, 20, 21, 21, 21]
-    np.testing.assert_array_equal(a, group_assignment(103, 5, np.random.SeedSequence(5)))
+    again = group_assignment(103, 5, np.random.SeedSequence(5))
+    np.testing.assert_array_equal(a, again)
 
 
 def test_each_user_is_in_one_group_and_groups_use_distinct_seeds():
