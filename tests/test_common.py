@@ -110,6 +110,12 @@ ESTIMATORS = [cls(**_init_params(name, cls))
 ESTIMATORS += [cls(**INIT_PARAMS[cls.__name__], standardize=True)
                for name, cls in all_estimators()
                if name in ("UserDPSGDRegressor", "UserDPSGDClassifier")]
+# ... and their confidence-interval mode (interval="groups": K disjoint groups
+# of users, one fit per group; n_groups="auto" at this budget gives groups of
+# at least 2 users, and K = 2 for the 5 users of the n_jobs check).
+ESTIMATORS += [cls(**INIT_PARAMS[cls.__name__], interval="groups")
+               for name, cls in all_estimators()
+               if name in ("UserDPSGDRegressor", "UserDPSGDClassifier")]
 
 # The meta-estimator, around a mean estimator and a regressor, each with a
 # budget that no check exhausts (the charges themselves are tested in
