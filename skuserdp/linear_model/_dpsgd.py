@@ -230,7 +230,7 @@ class _BaseUserDPSGD(ConfidenceIntervalMixin, _UserDPLinearModel):
                 "memory (the groups are subsets of the users' rows); fit Dask "
                 "data with interval=None.")
         X, y, codes, n_users = self._validate_supervised(
-            X, y, groups, y_numeric=y_numeric, stacklevel=7)
+            X, y, groups, y_numeric=y_numeric, stacklevel=6)
         check_min_users(self, n_users, X.shape[0])
         if not y_numeric:
             check_classification_targets(y)

@@ -373,3 +373,22 @@ def test_audit_groups(what, xy_audited, monkeypatch):
         _shared_noise(monkeypatch)
         bad = audit(epsilon_claimed=reg.epsilon)
         assert bad.violation, str(bad)
+
+
+def test_item_level_warning_points_at_the_caller():
+    from skuserdp.exceptions import ItemLevelPrivacyWarning
+
+    X, y, _ = _panel(n_users=40)
+    reg = _reg(epsilon=1000.0, delta=1e-3, n_groups=2)
+    with pytest.warns(ItemLevelPrivacyWarning, match="item-level") as record:
+        reg.fit(X[:40], y[:40])
+    assert record[0].filename == __file__
+    assert reg.n_users_ == 40
+
+
+def test_dask_input_is_refused():
+    da = pytest.importorskip("dask.array")
+    X, y, g = _panel(n_users=40)
+    with pytest.raises(ValueError, match="needs the data in memory"):
+        _reg(n_groups=2).fit(da.from_array(X, chunks=100), da.from_array(y, chunks=100),
+                             groups=da.from_array(g, chunks=100))
