@@ -29,7 +29,10 @@ statsmodels ``WLS`` with weights ``1/m_i`` (``cov_type="cluster"``) on the
 same data, and ``σ_noise`` the true noise sd of the released estimator,
 measured once per ε by refitting it ``--noise-refits`` times with fresh
 seeds on one fixed dataset. The median over replications of the ratio is
-reported. Also the time per grouped fit (wall and CPU; the machine may be
+reported. Also the share of replications in which a group's plan warned
+that it is noisy (``AccuracyWarning``: that group's private clip norm
+failed high, its estimate is far off and the interval wide), and the time
+per grouped fit (wall and CPU; the machine may be
 shared) and per group fit. ``--max-minutes`` caps the wall time per ε: the
 replications run are reported with their own binomial tolerance.
 
@@ -48,6 +51,7 @@ import numpy as np
 import statsmodels.api as sm
 from joblib import Parallel, delayed
 
+from skuserdp.exceptions import AccuracyWarning
 from skuserdp.linear_model import UserDPSGDRegressor
 
 from _results import write_results
@@ -93,10 +97,16 @@ def panel(n_users, seed):
 
 
 def fit(epsilon, X, y, g, seed):
-    with warnings.catch_warnings():
+    """The grouped fit and whether a group's plan warned that it is noisy (an
+    AccuracyWarning: that group's private clip norm failed high); any other
+    warning is an error."""
+    with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("error")
-        return UserDPSGDRegressor(epsilon=epsilon, interval="groups",
-                                  random_state=seed, **BOX).fit(X, y, groups=g)
+        warnings.simplefilter("always", AccuracyWarning)
+        reg = UserDPSGDRegressor(epsilon=epsilon, interval="groups",
+                                 random_state=seed, **BOX).fit(X, y, groups=g)
+    reg.noisy_group_ = bool(record)
+    return reg
 
 
 def cluster_se(X, y, g, m):
@@ -115,7 +125,7 @@ def one_rep(epsilon, n_users, rep):
     lo, hi = reg.conf_int(0.05).T
     est = np.r_[reg.coef_, reg.intercept_]
     return dict(est=est, lo=lo, hi=hi, bse=reg.bse_, se_cl=cluster_se(X, y, g, m),
-                seconds=seconds, cpu=cpu, k=reg.n_groups_)
+                seconds=seconds, cpu=cpu, k=reg.n_groups_, noisy=reg.noisy_group_)
 
 
 def noise_sd(epsilon, n_users, refits, n_jobs):
@@ -149,6 +159,7 @@ def main(argv=None):
         bse = np.array([r["bse"] for r in reps])
         se_cl = np.array([r["se_cl"] for r in reps])
         k = reps[0]["k"]
+        noisy = float(np.mean([r["noisy"] for r in reps]))
         per_fit = float(np.median([r["seconds"] for r in reps]))
         per_fit_cpu = float(np.median([r["cpu"] for r in reps]))
         cover = ((lo <= TRUTH) & (TRUTH <= hi)).mean(axis=0)
@@ -169,8 +180,10 @@ def main(argv=None):
                 width_over_oracle=round(float(ratio[j]), 3),
                 seconds_per_grouped_fit=round(per_fit, 4),
                 seconds_per_group_fit=round(per_fit / k, 4),
-                cpu_seconds_per_grouped_fit=round(per_fit_cpu, 4)))
+                cpu_seconds_per_grouped_fit=round(per_fit_cpu, 4),
+                share_reps_with_noisy_group=round(noisy, 4)))
         summary[str(eps)] = dict(n_groups=k, reps=n_reps, wall_seconds=round(wall, 1),
+                                 share_reps_with_noisy_group=noisy,
                                  seconds_per_grouped_fit=per_fit,
                                  cpu_seconds_per_grouped_fit=per_fit_cpu)
     header = (f"{'eps':>4} {'K':>3} {'coef':>9} {'cover':>6} {'±3sd':>6} "
@@ -186,8 +199,9 @@ def main(argv=None):
               f"{r['cpu_seconds_per_grouped_fit']:>7.3f}")
     print(f"{args.users} users; s/fit, cpu/fit: median wall and CPU seconds of one "
           "grouped fit (K group fits); "
-          + "; ".join(f"eps {e}: {s['reps']} replications, {s['wall_seconds']} s"
-                      for e, s in summary.items()))
+          + "; ".join(f"eps {e}: {s['reps']} replications, {s['wall_seconds']} s, "
+                      f"{s['share_reps_with_noisy_group']:.3f} of them with a group "
+                      "whose plan warned (noisy)" for e, s in summary.items()))
     stem = "dpsgd_intervals_quick" if args.quick else "dpsgd_intervals"
     paths = write_results(args.output_dir, stem, rows,
                           dict(args={k: (str(v) if isinstance(v, Path) else v)
