@@ -303,12 +303,16 @@ def test_too_few_users_for_learned_boxes_say_so():
 
 # ------------------------------------------------------ coverage (slow)
 @pytest.mark.slow
+@pytest.mark.filterwarnings("ignore:.*noise term:skuserdp.exceptions.AccuracyWarning")
 def test_coverage_smoke():
     # n = 2000 users, eps = 1: K = 3 groups of 667 users (auto). Truth: the
     # population coefficients (BETA, B0) of the generating law, which the
     # per-user-mean-weighted model has (correct linear model, data inside
     # the boxes, no penalty; the ball of radius 5 holds them). 300
-    # replications (~1 min); band 0.95 +- 3 binomial sd per coefficient.
+    # replications (~1 min of CPU); band 0.95 +- 3 binomial sd per
+    # coefficient. A group whose private clip norm fails high warns that its
+    # plan is noisy (about 1 % of the replications in the benchmark): that
+    # is part of the method (the interval widens), hence the filter.
     reps, hits = 300, np.zeros(4)
     for r in range(reps):
         X, y, g = _panel(n_users=2000, seed=10_000 + r)
