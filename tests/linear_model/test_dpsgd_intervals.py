@@ -360,6 +360,10 @@ def test_audit_groups(what, xy_audited, monkeypatch):
     # the two groups). The real mechanism must not be flagged; with one
     # noise stream shared by the groups (positive control) bse_ is the
     # noiseless difference of the groups' data terms and must be flagged.
+    # Measured (2000 runs per dataset, random_state 0): real eps_lb 0.000
+    # for both statistics (little power on this pair: the changed group's
+    # shift is diluted by the other group's noise), control 5.60 (every
+    # bse_ is 0 on D and none is on D').
     X, g, Xp, gp = _pair(10)
     reg = UserDPSGDRegressor(epsilon=1.0, fit_intercept=False, clip_norm=1.0,
                              max_iter=1, bounds=(-1.0, 1.0), target_bounds=(-1.0, 1.0),
