@@ -110,6 +110,13 @@ ESTIMATORS = [cls(**_init_params(name, cls))
 ESTIMATORS += [cls(**INIT_PARAMS[cls.__name__], standardize=True)
                for name, cls in all_estimators()
                if name in ("UserDPSGDRegressor", "UserDPSGDClassifier")]
+# ... and their confidence-interval mode (interval="groups": K disjoint groups
+# of users, one fit per group). K = 2 declared: n_groups="auto" wants groups
+# of at least 4 users at this budget, more than the n_jobs check's 5 users
+# allow (auto is tested in tests/linear_model/test_dpsgd_intervals.py).
+ESTIMATORS += [cls(**INIT_PARAMS[cls.__name__], interval="groups", n_groups=2)
+               for name, cls in all_estimators()
+               if name in ("UserDPSGDRegressor", "UserDPSGDClassifier")]
 
 # The meta-estimator, around a mean estimator and a regressor, each with a
 # budget that no check exhausts (the charges themselves are tested in
