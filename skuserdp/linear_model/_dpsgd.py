@@ -19,7 +19,6 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 
 from ..exceptions import AccuracyWarning
-from ..inference import ConfidenceIntervalMixin
 from ..mean._concentration import tau_gradients
 from ..mean._clip_noise import clip_noise_from_plan, plan_clip_noise
 from ..mechanisms._private_bounds import private_quantile
@@ -154,7 +153,7 @@ def _spawn_group_seeds(root, n_groups):
     return partition, fits
 
 
-class _BaseUserDPSGD(ConfidenceIntervalMixin, _UserDPLinearModel):
+class _BaseUserDPSGD(_UserDPLinearModel):
     """Shared fit logic of the DP-SGD regressor and classifier."""
 
     _no_interval_reason = (

@@ -625,7 +625,6 @@ class UserDPLinearRegression(UserDPRegressorMixin, _UserDPLinearModel):
     >>> bool(np.abs(coef - [0.8, -0.4]).max() < 0.15), reg.epsilon_ <= 1.0
     (True, True)
 
-
     Confidence intervals of the unclipped problem's coefficients need
     declared boxes and a clip radius no user exceeds (here the largest
     possible norm, √11 in box units for two features):
