@@ -102,6 +102,9 @@ linear_model/_regression_intervals.py _noise_draws laplace: the same under
     pure DP
 linear_model/_regression_intervals.py bootstrap_interval standard_normal:
     the same bootstrap's simulated sampling error of the users
+linear_model/_dpsgd_groups.py group_assignment permutation: random partition
+    of the users into the K disjoint groups of interval="groups"
+    (data-independent, its own child SeedSequence)
 """
 ALLOWED = {
     tuple(entry.split(":")[0].split()): " ".join(entry.split(":", 1)[1].split())
@@ -165,7 +168,7 @@ def _draws_outside_mechanisms():
 
 
 def test_no_module_outside_mechanisms_draws_noise():
-    assert len(ALLOWED) == 12 and all(len(key) == 3 and reason
+    assert len(ALLOWED) == 13 and all(len(key) == 3 and reason
                                       for key, reason in ALLOWED.items())
     found = _draws_outside_mechanisms()
     unexpected = {key: line for key, line in found.items() if key not in ALLOWED}
