@@ -428,8 +428,10 @@ def test_audit_with_the_shrinking_steps_on_a_random_subset(monkeypatch):
     # distances on the subset); the control needs fewer runs.
     X, g, Xp, gp = _far_user_pair(400, 4)
     monkeypatch.setattr(cp, "coinpress_step_users", lambda plan: 200)
+    # ci_share=0: the estimate's releases alone (the interval's releases have
+    # their own audits in tests/mean/test_intervals.py)
     est = CoinPressMeanEstimator(epsilon=0.9, delta=1e-3, bounds=(-1.0, 1.0),
-                                 n_steps=3)
+                                 n_steps=3, ci_share=0.0)
     statistic = _Transcript(monkeypatch, 4)
     kw = dict(groups=g, groups_prime=gp, statistic=statistic, random_state=2,
               n_jobs=1)
