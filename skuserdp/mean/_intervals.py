@@ -45,14 +45,13 @@ from scipy import stats
 from ..inference import IntervalState
 from ..mechanisms import add_noise, calibrate_noise
 from ..mechanisms._lattice import _clip_centred
-from ..mechanisms._top_bin import top_bin_edges
+from ..mechanisms._top_bin import top_bin_edges, top_bin_edges_plan
 from ..privacy import (
     PureDP,
     ZCDP,
     compose,
     histogram_pass_threshold,
     replace_one_count_sensitivity,
-    replace_one_histogram_sensitivity,
     zcdp_rho_for,
     split_off,
     split_zcdp_shares,
@@ -176,14 +175,7 @@ def plan_mean_interval(n_users, n_features, budget, *, geometry="box", count=Fal
 def scale_threshold(n_features, budget):
     """The count a cell of the scale's histograms must reach to pass, at the
     scale step's ``budget`` (public: :func:`top_bin_edges`'s threshold)."""
-    d = int(n_features)
-    if isinstance(budget, PureDP):
-        noise = calibrate_noise(budget, replace_one_histogram_sensitivity(d, "l1"))
-        return histogram_pass_threshold(float(noise.scale), d * (SCALE_BINS - 1),
-                                        SCALE_BETA, kind="laplace")
-    noise = calibrate_noise(budget, replace_one_histogram_sensitivity(d, "l2"))
-    return histogram_pass_threshold(noise.std, d * (SCALE_BINS - 1), SCALE_BETA,
-                                    kind="gaussian")
+    return top_bin_edges_plan(budget, n_features, SCALE_BINS, SCALE_BETA)[1]
 
 
 def choose_ci_share(n_users, n_features, epsilon, delta, *, zcdp):

@@ -37,7 +37,7 @@ from ..utils._random import make_seed_sequence
 from ._additive import add_noise
 from ._calibrate import calibrate_noise
 
-__all__ = ["top_bin_threshold", "top_bin_edge", "top_bin_edge_budget", "top_bin_edges",
+__all__ = ["top_bin_threshold", "top_bin_edge", "top_bin_edges", "top_bin_edges_plan",
            "top_bin_noise"]
 
 
@@ -96,12 +96,6 @@ def top_bin_threshold(noise, n_bins, beta):
 
 
 def top_bin_edge(values, rho, *, base, n_bins, beta=0.01, random_state=None):
-    """See :func:`top_bin_edge_budget` (a ``rho``-zCDP release)."""
-    return top_bin_edge_budget(values, ZCDP(rho), base=base, n_bins=n_bins, beta=beta,
-                               random_state=random_state)
-
-
-def top_bin_edge_budget(values, budget, *, base, n_bins, beta=0.01, random_state=None):
     """Upper edge of the highest passing cell of a private log2 histogram.
 
     Parameters
@@ -109,13 +103,9 @@ def top_bin_edge_budget(values, budget, *, base, n_bins, beta=0.01, random_state
     values : array-like of shape (n_users,)
         One non-negative value per user (``inf`` allowed: the last cell).
         Not modified.
-    budget : ZCDP or PureDP
-        The release's budget: discrete Gaussian noise at ρ (threshold
-        :func:`top_bin_threshold`), or discrete Laplace noise at ε (ℓ1
-        sensitivity 2; threshold
-        :func:`~skuserdp.privacy.histogram_pass_threshold` over the
-        ``n_bins − 1`` cells that may pass); the release is that budget at
-        the user level (replace-one, the number of users public).
+    rho : float
+        zCDP budget, ``> 0``; the release is ``rho``-zCDP at the user level
+        (replace-one, the number of users public).
     base : float
         Public upper edge of cell 0, ``> 0``.
     n_bins : int
@@ -134,30 +124,20 @@ def top_bin_edge_budget(values, budget, *, base, n_bins, beta=0.01, random_state
     Examples
     --------
     >>> import numpy as np
-    >>> from skuserdp.mechanisms._top_bin import top_bin_edge, top_bin_edge_budget
-    >>> from skuserdp.privacy import PureDP
+    >>> from skuserdp.mechanisms._top_bin import top_bin_edge
     >>> v = np.concatenate([np.full(500, 0.5), np.full(200, 5.0)])
     >>> top_bin_edge(v, 10.0, base=1.0, n_bins=8, random_state=0)
     8.0
     >>> top_bin_edge(np.full(700, 0.5), 10.0, base=1.0, n_bins=8,
     ...              random_state=0) is None
     True
-    >>> top_bin_edge_budget(v, PureDP(5.0), base=1.0, n_bins=8, random_state=0)
-    8.0
     """
     base = float(base)
     if not (math.isfinite(base) and base > 0):
         raise ValueError(f"base must be a finite float > 0, got {base!r}.")
     n_bins = int(n_bins)
-    if isinstance(budget, PureDP):
-        noise = calibrate_noise(budget, replace_one_histogram_sensitivity(1, "l1"))
-        if n_bins < 2:
-            raise ValueError(f"n_bins must be >= 2, got {n_bins}.")
-        k = histogram_pass_threshold(float(noise.scale), n_bins - 1, beta,
-                                     kind="laplace")
-    else:
-        noise = top_bin_noise(budget.rho)
-        k = top_bin_threshold(noise, n_bins, beta)
+    noise = top_bin_noise(rho)
+    k = top_bin_threshold(noise, n_bins, beta)
     v = np.asarray(values, dtype=np.float64).ravel()
     # upper edges of cells 0..n_bins-2; searchsorted(side="left") puts a
     # value equal to an edge in the cell it closes; above the top: the last
@@ -171,14 +151,56 @@ def top_bin_edge_budget(values, budget, *, base, n_bins, beta=0.01, random_state
     return base * 2.0 ** int(passing[-1] + 1)
 
 
+def top_bin_edges_plan(budget, n_columns, n_bins, beta):
+    """Noise and pass threshold of :func:`top_bin_edges` (public values only).
+
+    The ``d`` histograms have replace-one sensitivity ``2d`` (ℓ1) or
+    ``√(2d)`` (ℓ2) (:func:`~skuserdp.privacy.replace_one_histogram_sensitivity`):
+    discrete Laplace noise at a pure ε, discrete Gaussian noise at ρ; the
+    threshold (:func:`~skuserdp.privacy.histogram_pass_threshold`) is over the
+    ``d·(n_bins − 1)`` cells that may pass.
+
+    Parameters
+    ----------
+    budget : ZCDP or PureDP
+        The release's budget.
+    n_columns : int
+        Number of histograms ``d``.
+    n_bins : int
+        Cells per histogram, ``>= 2``.
+    beta : float
+        Probability that some empty cell passes.
+
+    Returns
+    -------
+    noise : DiscreteLaplaceNoise or DiscreteGaussianNoise
+    threshold : int
+
+    Examples
+    --------
+    >>> from skuserdp.mechanisms._top_bin import top_bin_edges_plan
+    >>> from skuserdp.privacy import PureDP
+    >>> top_bin_edges_plan(PureDP(1.0), 1, 11, 0.01)[1]
+    13
+    """
+    if int(n_bins) < 2:
+        raise ValueError(f"n_bins must be >= 2, got {n_bins}.")
+    cells = int(n_columns) * (int(n_bins) - 1)
+    if isinstance(budget, PureDP):
+        noise = calibrate_noise(budget,
+                                replace_one_histogram_sensitivity(n_columns, "l1"))
+        return noise, histogram_pass_threshold(float(noise.scale), cells, beta,
+                                               kind="laplace")
+    noise = calibrate_noise(budget, replace_one_histogram_sensitivity(n_columns, "l2"))
+    return noise, histogram_pass_threshold(noise.std, cells, beta, kind="gaussian")
+
+
 def top_bin_edges(values, budget, *, base, n_bins, beta=0.01, random_state=None):
-    """:func:`top_bin_edge_budget` of every column at once: ``d`` histograms.
+    """:func:`top_bin_edge` of every column at once: ``d`` histograms.
 
     Each user lies in one cell of each column's histogram; the ``d``
-    histograms are one release whose replace-one sensitivity is ``2d`` (ℓ1)
-    or ``√(2d)`` (ℓ2) (:func:`~skuserdp.privacy.replace_one_histogram_sensitivity`),
-    with discrete Laplace (pure ε) or discrete Gaussian (ρ-zCDP) noise; the
-    threshold is over the ``d·(n_bins − 1)`` cells that may pass.
+    histograms are one release with the noise and threshold of
+    :func:`top_bin_edges_plan` (pure ε or ρ-zCDP).
 
     Parameters
     ----------
@@ -215,18 +237,9 @@ def top_bin_edges(values, budget, *, base, n_bins, beta=0.01, random_state=None)
     if not (math.isfinite(base) and base > 0):
         raise ValueError(f"base must be a finite float > 0, got {base!r}.")
     n_bins = int(n_bins)
-    if n_bins < 2:
-        raise ValueError(f"n_bins must be >= 2, got {n_bins}.")
     v = np.asarray(values, dtype=np.float64)
     d = v.shape[1]
-    if isinstance(budget, PureDP):
-        noise = calibrate_noise(budget, replace_one_histogram_sensitivity(d, "l1"))
-        k = histogram_pass_threshold(float(noise.scale), d * (n_bins - 1), beta,
-                                     kind="laplace")
-    else:
-        noise = calibrate_noise(budget, replace_one_histogram_sensitivity(d, "l2"))
-        k = histogram_pass_threshold(noise.std, d * (n_bins - 1), beta,
-                                     kind="gaussian")
+    noise, k = top_bin_edges_plan(budget, d, n_bins, beta)
     edges = base * np.exp2(np.arange(n_bins - 1, dtype=np.float64))
     cell = np.searchsorted(edges, v, side="left")  # (n, d)
     counts = np.stack([np.bincount(cell[:, j], minlength=n_bins) for j in range(d)])
