@@ -57,6 +57,18 @@ def project_rows(X, bound):
     return X * scale[:, None]
 
 
+def radial_clip_factors(v, clip_radius, norm):
+    """Per-row factors ``min(1, clip_radius/‖v_i‖)`` (ℓ2 or ℓ1 norm) of the
+    radial clip of the users' sufficient-statistics vectors ``v`` (one row
+    per user; a zero row gets 1)."""
+    if norm == "l2":
+        norms = np.sqrt(np.einsum("ij,ij->i", v, v))
+    else:
+        norms = np.abs(v).sum(axis=1)
+    with np.errstate(divide="ignore"):
+        return np.minimum(1.0, clip_radius / norms)
+
+
 def user_averaging_matrix(codes, n_users):
     """Sparse ``A`` with ``(A @ V)[u]`` the mean of user ``u``'s rows of ``V``.
 

@@ -124,6 +124,7 @@ from ._base import (
     _UserDPLinearModel,
     dask_user_columns,
     in_memory_user_columns,
+    radial_clip_factors,
 )
 
 __all__ = ["UserDPLinearRegression"]
@@ -468,12 +469,7 @@ def min_eigenvalue_from_plan(V, plan, *, clip_radius, norm, drop_last_diagonal,
     step = max(1, CHUNK_ELEMENTS // V.shape[1])
     for u0 in range(0, V.shape[0], step):
         v = V[u0:u0 + step]
-        if norm == "l2":
-            norms = np.sqrt(np.einsum("ij,ij->i", v, v))
-        else:
-            norms = np.abs(v).sum(axis=1)
-        with np.errstate(divide="ignore"):
-            c = np.minimum(1.0, clip_radius / norms)
+        c = radial_clip_factors(v, clip_radius, norm)
         entries = v[:, :n_tri] * c[:, None] / scale
         total += exact_sum(round_to_grid(entries, plan.grid))
     T = np.zeros((p, p))

@@ -75,6 +75,7 @@ from ..privacy import (
     split_off,
 )
 from ..utils._random import make_seed_sequence
+from ._base import radial_clip_factors
 
 __all__ = ["MeatPlan", "plan_meat", "score_bound", "user_scores", "release_meat",
            "meat_matrix", "meat_from_plan", "bootstrap_interval", "wald_interval",
@@ -246,12 +247,7 @@ def user_scores(V, w, *, clip_radius, norm, drop_last_diagonal):
     step = max(1, CHUNK_ELEMENTS // max(V.shape[1], 1))
     for u0 in range(0, n, step):
         v = V[u0:u0 + step]
-        if norm == "l2":
-            norms = np.sqrt(np.einsum("ij,ij->i", v, v))
-        else:
-            norms = np.abs(v).sum(axis=1)
-        with np.errstate(divide="ignore"):
-            c = np.minimum(1.0, clip_radius / norms)
+        c = radial_clip_factors(v, clip_radius, norm)
         g = v[:, n_tri:] * c[:, None] - (v[:, :n_tri] * c[:, None]) @ P
         if drop_last_diagonal:
             g[:, p - 1] -= w[p - 1]

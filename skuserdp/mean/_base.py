@@ -74,7 +74,7 @@ class FitBudget:
     def natural_bounds(self):
         """The box in the units of ``X`` (declared or released), ``None``
         without one: ``(lower, upper)`` unless this budget is the scaled one
-        of :meth:`UserLevelMeanEstimator._scaled_fit`, whose box is
+        of :meth:`UserLevelMeanEstimator._scaled_user_means`, whose box is
         ``[-1, 1]^d`` and whose natural box is kept here."""
         if self.natural_lower is not None:
             return self.natural_lower, self.natural_upper
@@ -181,7 +181,7 @@ class UserLevelMeanEstimator(ConfidenceIntervalMixin, UserLevelMixin, BaseEstima
     coordinates scaled per column to the box, ``z = (u − mid)/half``: it
     sees the box ``[-1, 1]^d`` (:attr:`FitBudget.natural_bounds` keeps the
     box in the units of ``X``) and its estimate is mapped back,
-    ``mid + half·ẑ`` (:meth:`_scaled_fit`). Clipping balls and noise are
+    ``mid + half·ẑ`` (:meth:`_scaled_user_means`). Clipping balls and noise are
     then round in units of each column's width, i.e. ellipsoids in the
     units of ``X``: a column in ``[0, 1]`` next to one in ``[0, 20000]``
     gets noise in proportion to its own width. The box is public (declared
@@ -353,8 +353,19 @@ class UserLevelMeanEstimator(ConfidenceIntervalMixin, UserLevelMixin, BaseEstima
         return state, plan.loss
 
     def _scaled_user_means(self, U, budget):
-        """The users' means in the box's per-column scaled coordinates and the
-        budget there (:meth:`_scaled_fit`)."""
+        """The users' means in coordinates scaled per column by the box, and
+        the budget there.
+
+        ``z = (u − mid) / half`` per column (``mid``, ``half`` the box's
+        midpoint and half-width), so the box becomes ``[-1, 1]^d`` and a
+        narrow column gets noise in proportion to its own width instead of
+        the widest column's; the estimate is mapped back,
+        ``mean = mid + half·ẑ``. The box is public (declared, or a DP
+        release charged in ``bounds_loss``), so the map is a public,
+        per-user bijection: the subclass's release on ``z`` has the same
+        user-level guarantee (replace-one, number of users public), and the
+        map back is post-processing. ``U`` is not modified.
+        """
         mid, half = budget.midpoint, budget.half_width
         d = U.shape[1]
         Z = np.subtract(U, mid)
@@ -367,7 +378,7 @@ class UserLevelMeanEstimator(ConfidenceIntervalMixin, UserLevelMixin, BaseEstima
 
     def _scales_box(self):
         """Whether this configuration works in the box's per-column scaled
-        coordinates (:meth:`_scaled_fit`) when it uses a box.
+        coordinates (:meth:`_scaled_user_means`) when it uses a box.
 
         True by default. A subclass returns False where a declared parameter
         in the units of ``X`` sets the clipping geometry (an ℓ2 radius, a
@@ -379,23 +390,6 @@ class UserLevelMeanEstimator(ConfidenceIntervalMixin, UserLevelMixin, BaseEstima
     #: scaled users' means are clipped to ``±_SCALED_LIMIT`` (finite; a user
     #: that far out is clipped by every ball and box anyway)
     _SCALED_LIMIT = 1e300
-
-    def _scaled_fit(self, U, budget):
-        """``_fit_user_means`` in coordinates scaled per column by the box.
-
-        ``z = (u − mid) / half`` per column (``mid``, ``half`` the box's
-        midpoint and half-width), so the box becomes ``[-1, 1]^d`` and a
-        narrow column gets noise in proportion to its own width instead of
-        the widest column's; the estimate is mapped back,
-        ``mean = mid + half·ẑ``. The box is public (declared, or a DP
-        release charged in ``bounds_loss``), so the map is a public,
-        per-user bijection: the subclass's release on ``z`` has the same
-        user-level guarantee (replace-one, number of users public), and the
-        map back is post-processing. ``U`` is not modified.
-        """
-        Z, scaled = self._scaled_user_means(U, budget)
-        z, loss = self._fit_user_means(Z, scaled)
-        return scaled.to_natural(z), loss
 
     def _prepare(self, n_users, n_features):
         """Hook run before the box is resolved (public values only)."""
@@ -466,7 +460,7 @@ class UserLevelMeanEstimator(ConfidenceIntervalMixin, UserLevelMixin, BaseEstima
         ``noise_std_`` (shape ``(n_features,)``, in the units of ``X``) is
         its standard deviation per feature: ``err/√d`` in every feature, times
         the box's half-width ``scale`` of each feature when the fit ran in
-        the box's scaled coordinates (:meth:`_scaled_fit`). In every feature
+        the box's scaled coordinates (:meth:`_scaled_user_means`). In every feature
         where that exceeds half the
         width of the box (declared, or released), the box's midpoint -- free
         of charge -- is expected to be closer to the truth than the estimate:

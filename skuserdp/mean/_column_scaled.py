@@ -181,7 +181,7 @@ class ColumnScaledMeanEstimator(UserLevelMeanEstimator):
 
     def _fit_user_means(self, U, budget):
         # the base runs this in the box's coordinates scaled to [-1, 1] per
-        # column (UserLevelMeanEstimator._scaled_fit) and maps the result back
+        # column (UserLevelMeanEstimator._scaled_user_means) and maps the result back
         n, d = U.shape
         scaled = U
         declared = budget.bounds_loss is None
