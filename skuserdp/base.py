@@ -44,6 +44,15 @@ CI_CONSTRAINTS = {
     "ci_share": [StrOptions({"auto"}), Interval(Real, 0, 1, closed="left")],
 }
 
+#: parameter constraints of unbalanced users' weighting and of the estimand
+#: (:mod:`skuserdp.mean._weights`)
+WEIGHT_CONSTRAINTS = {
+    "weighting": [StrOptions({"auto", "equal"})],
+    "estimand": [StrOptions({"user_mean", "row_mean"})],
+    "max_rows": [None, Interval(Integral, 1, None, closed="left")],
+    "weights_share": [Interval(Real, 0, 1, closed="neither")],
+}
+
 #: parameter constraints of the public box (declared, or "auto": learned
 #: privately from a share of the budget)
 BOUNDS_CONSTRAINTS = {

@@ -37,7 +37,7 @@ import numpy as np
 
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ..base import BOUNDS_CONSTRAINTS, CI_CONSTRAINTS
+from ..base import WEIGHT_CONSTRAINTS, BOUNDS_CONSTRAINTS, CI_CONSTRAINTS
 from ..privacy import ZCDP, zcdp_rho_for
 from ..utils._docstrings import fill_doc
 from ..utils._validation import check_center
@@ -256,6 +256,7 @@ class UserMeanEstimator(UserLevelMeanEstimator):
         ``bench_means.py --parts corrupted``, ``benchmarks/README.md``; a
         robust default is issue 31's).
     {ci_share}
+    {weighting}
     calibration : {{"tight"}}, default="tight"
         zCDP accounting with optimal conversions, passed to the estimator
         chosen (CoinPress has no ``"paper"`` setting).
@@ -311,6 +312,7 @@ class UserMeanEstimator(UserLevelMeanEstimator):
         "corrupted_fraction": [Interval(Real, 0, 0.5, closed="left")],
         "calibration": [StrOptions({"tight"})],
         **CI_CONSTRAINTS,
+        **WEIGHT_CONSTRAINTS,
     }
 
     #: the largest minimum of the estimators it may delegate to
@@ -319,9 +321,14 @@ class UserMeanEstimator(UserLevelMeanEstimator):
     def __init__(self, epsilon=1.0, delta=1e-6, *, method="auto", bounds="auto",
                  bounds_share=None, radius=None, center=None, samples_per_user=None,
                  moment_order=None, moment_bound=None, corrupted_fraction=0.0,
-                 ci_share="auto", calibration="tight", random_state=None, n_jobs=None):
+                 ci_share="auto", weighting="auto", estimand="user_mean",
+                 max_rows=None, weights_share=0.1, calibration="tight", random_state=None, n_jobs=None):
         self.epsilon = epsilon
         self.delta = delta
+        self.weighting = weighting
+        self.estimand = estimand
+        self.max_rows = max_rows
+        self.weights_share = weights_share
         self.method = method
         self.bounds = bounds
         self.bounds_share = bounds_share

@@ -31,7 +31,7 @@ from ..exceptions import AccuracyWarning
 from ..mechanisms import learn_box_for_fit
 from ..inference import ConfidenceIntervalMixin
 from ..privacy import ApproxDP, PureDP, compose, compose_spend, split_off, split_zcdp
-from ..users._resolve import fit_user_means, held_out_user_means
+from ..users._resolve import fit_user_table, held_out_user_means
 from ..utils._numeric import quiet_floating_point, stable_norm
 from ..utils._random import fit_random_state, make_seed_sequence
 from ..utils._validation import check_bounds, feature_labels
@@ -224,21 +224,38 @@ class UserLevelMeanEstimator(ConfidenceIntervalMixin, UserLevelMixin, BaseEstima
             The fitted estimator.
         """
         with quiet_floating_point():  # no warning may depend on the data
-            U, n_users = fit_user_means(self, X, y, groups)
+            U, n_users, counts, rows, codes = fit_user_table(self, X, y, groups)
             budget = self._resolve_bounds(U)
             budget, ci_budget = self._split_interval_budget(budget, *U.shape)
+            budget, wt_budget = self._split_weights_budget(budget, *U.shape,
+                                                           has_rows=rows is not None)
             scale = (budget.half_width if budget.lower is not None
                      and self._scales_box() else None)
             if scale is None:
                 W, working = U, budget
             else:
                 W, working = self._scaled_user_means(U, budget)
+            weights, wt_loss = None, None
+            if wt_budget is not None:
+                weights, wt_loss = self._release_weights(
+                    U, counts, rows, codes, budget, wt_budget, scaled=scale is not None)
+                W = weights.transform(W, counts)
             mean_w, loss = self._fit_user_means(W, working)
+            delta = budget.total_delta or self.delta
+            if wt_loss is not None:
+                loss = _compose_any(wt_loss, loss, delta)
             state = None
             if ci_budget is not None:
                 state, ci_loss = self._interval_release(W, mean_w, working, ci_budget,
                                                         loss)
-                loss = _compose_any(loss, ci_loss, budget.total_delta or self.delta)
+                loss = _compose_any(loss, ci_loss, delta)
+            if weights is not None and weights.kind != "equal":
+                # θ̂ = c + (n/W̃)∘(mean(z')~ − c): post-processing
+                g = weights.scale(n_users)
+                mean_w = weights.center + g * (np.asarray(mean_w) - weights.center)
+                self._weight_scale = g
+                if state is not None:
+                    state = state.scaled(weights.center * (1.0 - g), g)
             mean = working.to_natural(mean_w)
             loss = budget.total_loss(loss)
             if state is not None and scale is not None:
@@ -306,6 +323,106 @@ class UserLevelMeanEstimator(ConfidenceIntervalMixin, UserLevelMixin, BaseEstima
         rest = dataclasses.replace(budget, epsilon=rest_eps, delta=rest_delta,
                                    random_state=seed_fit)
         return rest, (ci, seed_ci)
+
+    def _weights_kind(self, budget, has_rows):
+        """``"row_mean"``, ``"auto"`` or ``None`` (equal weights, nothing
+        spent) for this fit, from public values; sets ``weighting_`` for the
+        equal case with its reason."""
+        if "weighting" not in self._parameter_constraints:
+            return None
+        if self.estimand == "row_mean":
+            if self.max_rows is None:
+                raise ValueError(
+                    "estimand='row_mean' needs max_rows, the public cap on the rows "
+                    "a user counts for (not read from the data: the estimand would "
+                    "then be private).")
+            return "row_mean" if self.max_rows > 1 else None
+        if self.max_rows is not None:
+            raise ValueError(
+                f"max_rows={self.max_rows!r} applies to estimand='row_mean' only; "
+                "with estimand='user_mean' every user counts once (leave "
+                "max_rows=None).")
+        if self.weighting == "equal":
+            self.weighting_reason_ = "weighting='equal'"
+            return None
+        if budget.lower is None:
+            self.weighting_reason_ = ("no box: the weights' statistics need the "
+                                      "public box of the users' means")
+            return None
+        if not has_rows:
+            self.weighting_reason_ = ("Dask input: the users' row spreads are not "
+                                      "aggregated on Dask")
+            return None
+        return "auto"
+
+    def _split_weights_budget(self, budget, n_users, n_features, *, has_rows):
+        """Take the weights' share off the estimator's budget (public values):
+        like the interval's (:meth:`_split_interval_budget`). Returns the
+        estimator's budget and ``(kind, budget, seed)`` or ``None``."""
+        kind = self._weights_kind(budget, has_rows)
+        if "weighting" in self._parameter_constraints:
+            self.weighting_ = "equal"
+            self.weights_share_ = 0.0 if kind is None else float(self.weights_share)
+        if kind is None:
+            return budget, None
+        self.__dict__.pop("weighting_reason_", None)
+        zcdp = (budget.delta > 0 and self._zcdp_accounting(n_users, n_features)
+                and self.calibration == "tight")
+        rest, part = self._split_share(budget, self.weights_share, zcdp)
+        if part is None:
+            self.weights_share_ = 0.0
+            self.weighting_reason_ = (
+                f"epsilon={self.epsilon!r} is too small for delta={self.delta!r} to "
+                "split off the weights' share in zCDP")
+            return budget, None
+        return rest, (kind,) + part
+
+    def _split_share(self, budget, share, zcdp):
+        """``(rest, (part_budget, seed))``: ``share`` of ρ (zCDP) or of ε (pure
+        release) off ``budget``, with independent seeds; ``(budget, None)``
+        when a zCDP part would be worth ε 0."""
+        seed_fit, seed_part = make_seed_sequence(budget.random_state).spawn(2)
+        if zcdp:
+            try:
+                part, rest_eps = split_zcdp(budget.epsilon, budget.delta, share)
+            except ValueError:
+                return budget, None
+        else:
+            eps_part, rest = split_off(
+                PureDP(budget.epsilon) if budget.delta == 0
+                else ApproxDP(budget.epsilon, budget.delta), share)
+            part, rest_eps = PureDP(eps_part), rest.epsilon
+        rest = dataclasses.replace(budget, epsilon=rest_eps, random_state=seed_fit)
+        return rest, (part, seed_part)
+
+    def _release_weights(self, U, counts, rows, codes, budget, wt, *, scaled):
+        """The weights' releases (:mod:`skuserdp.mean._weights`) on the users'
+        means in the box's scaled coordinates; the weights in the coordinates
+        the estimator runs in and their privacy loss."""
+        from ._weights import plan_weights, release_user_weights, user_row_spreads
+
+        kind, wt_budget, seed = wt
+        n, d = U.shape
+        mid, half = budget.midpoint, budget.half_width
+        Z = np.clip((U - mid) / half, -1.0, 1.0)
+        spreads = (user_row_spreads(rows, codes, U, counts, half) if kind == "auto"
+                   else None)
+        estimate = (ApproxDP(budget.epsilon, budget.delta) if budget.delta > 0
+                    else PureDP(budget.epsilon))
+        plan = plan_weights(n, d, wt_budget, estimate_budget=estimate,
+                            estimand="row_mean" if kind == "row_mean" else "user_mean",
+                            max_rows=self.max_rows, calibration=self.calibration)
+        weights = release_user_weights(Z, counts, spreads, plan, seed)
+        self.weighting_ = {"auto": "inverse_variance"}.get(weights.kind, weights.kind)
+        if weights.kind == "equal":
+            self.weighting_reason_ = (
+                "the released statistics predicted no gain from weighting (or "
+                "found the row counts related to the users' means) in every column")
+        if weights.kind == "auto":
+            self.bucket_weights_ = weights.bucket_weights
+        if not scaled:  # the estimator runs in the units of X
+            weights = dataclasses.replace(weights, center=mid + half * weights.center)
+        return weights, plan.loss
 
     def _offers_interval(self):
         """Whether this configuration can release a confidence interval."""
@@ -470,10 +587,12 @@ class UserLevelMeanEstimator(ConfidenceIntervalMixin, UserLevelMixin, BaseEstima
         them).
         """
         err = self.__dict__.pop("_noise_error", None)
+        wscale = self.__dict__.pop("_weight_scale", 1.0)
         if err is not None:
             # the noise is i.i.d. over the coordinates: its per-feature SD
             d = self.mean_.shape[0]
             sd = np.full(d, err / math.sqrt(d))
+            sd = sd * wscale  # weighted (mean._weights): the noise times n/W̃
             self.noise_std_ = sd if scale is None else sd * scale
         else:
             self.__dict__.pop("noise_std_", None)  # unknown for this plan

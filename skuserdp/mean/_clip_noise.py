@@ -26,7 +26,13 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.utils._param_validation import Interval, Real
 
-from ..base import BOUNDS_CONSTRAINTS, CI_CONSTRAINTS, _box_half_width, _box_midpoint
+from ..base import (
+    BOUNDS_CONSTRAINTS,
+    CI_CONSTRAINTS,
+    WEIGHT_CONSTRAINTS,
+    _box_half_width,
+    _box_midpoint,
+)
 from ..mechanisms import add_noise, calibrate_noise, choose_grid, lattice_sensitivity
 from ..mechanisms._additive import _mean_noise_variance
 from ..mechanisms._lattice import encode_sum
@@ -311,6 +317,7 @@ class ClipNoiseMeanEstimator(UserLevelMeanEstimator):
         Public centre of the clipping ball; ``None``: the midpoint of
         ``bounds``. Must not be computed from the private data.
     {ci_share}
+    {weighting}
     {calibration}
         Here ``"paper"`` is the classical Gaussian mechanism
         σ = Δ√(2 ln(1.25/δ))/ε (Dwork & Roth 2014, Thm A.1), proven only for
@@ -378,13 +385,19 @@ class ClipNoiseMeanEstimator(UserLevelMeanEstimator):
         "radius": [None, Interval(Real, 0, None, closed="neither")],
         "center": [None, Real, "array-like"],
         **CI_CONSTRAINTS,
+        **WEIGHT_CONSTRAINTS,
     }
 
     def __init__(self, epsilon=1.0, delta=1e-6, *, bounds="auto", bounds_share=None,
-                 radius=None, center=None, ci_share="auto", calibration="tight",
+                 radius=None, center=None, ci_share="auto", weighting="auto", estimand="user_mean",
+                 max_rows=None, weights_share=0.1, calibration="tight",
                  random_state=None, n_jobs=None):
         self.epsilon = epsilon
         self.delta = delta
+        self.weighting = weighting
+        self.estimand = estimand
+        self.max_rows = max_rows
+        self.weights_share = weights_share
         self.bounds = bounds
         self.bounds_share = bounds_share
         self.radius = radius

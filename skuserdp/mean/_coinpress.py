@@ -59,7 +59,7 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ..base import BOUNDS_CONSTRAINTS, CI_CONSTRAINTS
+from ..base import WEIGHT_CONSTRAINTS, BOUNDS_CONSTRAINTS, CI_CONSTRAINTS
 from ..mechanisms._top_bin import top_bin_edge
 from ..privacy import ZCDP, compose, split_zcdp_shares, zcdp_rho_for
 from ..utils._docstrings import fill_doc
@@ -601,6 +601,7 @@ class CoinPressMeanEstimator(UserLevelMeanEstimator):
         Failure probability of each step's tail radius (only when
         ``radius`` is declared).
     {ci_share}
+    {weighting}
     calibration : {{"tight"}}, default="tight"
         zCDP accounting with the optimal conversion. There is no
         ``"paper"`` setting: the paper's text (its budget split and radius
@@ -701,15 +702,21 @@ class CoinPressMeanEstimator(UserLevelMeanEstimator):
         "beta": [Interval(Real, 0, 1, closed="neither")],
         "calibration": [StrOptions({"tight"})],
         **CI_CONSTRAINTS,
+        **WEIGHT_CONSTRAINTS,
     }
 
     def __init__(self, epsilon=1.0, delta=1e-6, *, bounds="auto", bounds_share=None,
                  radius=None, n_steps="auto", final_share=0.75, spread_share=0.3,
                  scale_factor=1.2, final_scale_factor=None, top_bin_share=0.2,
-                 beta=0.01, ci_share="auto", calibration="tight", random_state=None,
+                 beta=0.01, ci_share="auto", weighting="auto", estimand="user_mean",
+                 max_rows=None, weights_share=0.1, calibration="tight", random_state=None,
                  n_jobs=None):
         self.epsilon = epsilon
         self.delta = delta
+        self.weighting = weighting
+        self.estimand = estimand
+        self.max_rows = max_rows
+        self.weights_share = weights_share
         self.bounds = bounds
         self.bounds_share = bounds_share
         self.radius = radius

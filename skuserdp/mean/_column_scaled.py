@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.utils._param_validation import StrOptions
 
-from ..base import BOUNDS_CONSTRAINTS, CI_CONSTRAINTS
+from ..base import WEIGHT_CONSTRAINTS, BOUNDS_CONSTRAINTS, CI_CONSTRAINTS
 from ..exceptions import AccuracyWarning
 from ..mechanisms import add_noise, calibrate_noise
 from ..privacy import (
@@ -92,6 +92,36 @@ class ColumnScaledMeanEstimator(UserLevelMeanEstimator):
         clipped to the box: the population mean when the declared box is the
         data's public range (with ``bounds="auto"``, ``conf_int`` warns that
         it covers only the clipped mean).
+    weighting : {"auto", "equal"}, default="auto"
+        How users with different numbers of rows are weighted (estimand
+        ``"user_mean"``). ``"auto"`` spends ``weights_share`` of the budget on
+        the users' row counts and the spread of their means and rows, and gives
+        a user with few rows less weight where its mean is noisier (capped
+        inverse-variance weights in ``[0, 1]``, per column): a user's
+        influence stays bounded whatever its row count, so the noise is the
+        unweighted one. It keeps equal weights in a column where the released
+        statistics predict no gain, or show that row counts carry information
+        about the users' means there (weighting would then change the
+        quantity estimated). ``"equal"`` weighs every user alike (no extra
+        spend): prefer it when the number of rows a user has is related to
+        its values. ``weighting_`` reports what was used (user guide,
+        "Unbalanced users").
+    estimand : {"user_mean", "row_mean"}, default="user_mean"
+        The population quantity: the mean of the users' means (every user
+        counts once), or the row-level mean with each user's rows counted up
+        to ``max_rows`` (as OpenDP's ``truncate_per_group`` or Tumult's
+        ``MaxRowsPerID``, but using all rows: a user with ``m`` rows counts
+        ``min(m, max_rows)`` times). The second equals the plain row mean when
+        no user has more than ``max_rows`` rows or when the row counts are
+        unrelated to the users' values; otherwise it differs from it by its
+        truncation bias. ``weighting`` is then not used.
+    max_rows : int, default=None
+        Public cap on the rows a user counts for; required by
+        ``estimand="row_mean"`` (not read from the data: that would make the
+        estimand private).
+    weights_share : float, default=0.1
+        Share of the budget (of ρ under zCDP accounting, of ε otherwise) spent
+        on the weights when ``weighting="auto"`` or ``estimand="row_mean"``.
     calibration : {"tight", "paper"}, default="tight"
         Calibration of the Gaussian noise for ``delta > 0``.
     random_state : int, RandomState, SeedSequence or None, default=None
@@ -142,13 +172,19 @@ class ColumnScaledMeanEstimator(UserLevelMeanEstimator):
         "noise": [StrOptions({"auto", "laplace", "gaussian"})],
         "check_clipping": ["boolean"],
         **CI_CONSTRAINTS,
+        **WEIGHT_CONSTRAINTS,
     }
 
     def __init__(self, epsilon=1.0, delta=1e-6, *, bounds="auto", bounds_share=None,
                  check_clipping=True, noise="auto", ci_share="auto",
-                 calibration="tight", random_state=None, n_jobs=None):
+                 weighting="auto", estimand="user_mean",
+                 max_rows=None, weights_share=0.1, calibration="tight", random_state=None, n_jobs=None):
         self.epsilon = epsilon
         self.delta = delta
+        self.weighting = weighting
+        self.estimand = estimand
+        self.max_rows = max_rows
+        self.weights_share = weights_share
         self.bounds = bounds
         self.bounds_share = bounds_share
         self.check_clipping = check_clipping

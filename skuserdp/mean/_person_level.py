@@ -139,7 +139,7 @@ from joblib import Parallel, delayed
 from scipy import stats
 from sklearn.utils._param_validation import Integral, Interval, Real, StrOptions
 
-from ..base import BOUNDS_CONSTRAINTS
+from ..base import WEIGHT_CONSTRAINTS, BOUNDS_CONSTRAINTS
 from ..exceptions import AccuracyWarning
 from ..mechanisms import (
     exponential_mechanism,
@@ -2028,6 +2028,7 @@ class ThreadedClipNoiseEstimator(UserLevelMeanEstimator):
         each a pass over the users — seconds to minutes). It is there as the
         paper's reference pure-DP estimator: with the paper's grids it was
         measured 4–6× less accurate than ``"auto"`` (``benchmarks/README.md``).
+    {weighting}
     {calibration}
         ``"tight"``: every stage sees disjoint users and spends the whole
         budget (parallel composition), bucket width ``4M/√m``.
@@ -2091,15 +2092,21 @@ class ThreadedClipNoiseEstimator(UserLevelMeanEstimator):
         "n_threads": [StrOptions({"auto"}), Interval(Integral, 1, None, closed="left")],
         **BOUNDS_CONSTRAINTS,
         "method": [StrOptions({"auto", "pure"})],
+        **WEIGHT_CONSTRAINTS,
     }
     _min_users = 3
 
     def __init__(self, epsilon=1.0, delta=1e-6, *, moment_order=2.0,
                  moment_bound=None, samples_per_user=1, n_threads="auto",
-                 bounds="auto", bounds_share=None, method="auto", calibration="tight",
+                 bounds="auto", bounds_share=None, method="auto", weighting="auto", estimand="user_mean",
+                 max_rows=None, weights_share=0.1, calibration="tight",
                  random_state=None, n_jobs=None):
         self.epsilon = epsilon
         self.delta = delta
+        self.weighting = weighting
+        self.estimand = estimand
+        self.max_rows = max_rows
+        self.weights_share = weights_share
         self.moment_order = moment_order
         self.moment_bound = moment_bound
         self.samples_per_user = samples_per_user

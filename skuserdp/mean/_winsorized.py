@@ -119,7 +119,7 @@ import numpy as np
 from joblib import Parallel, delayed
 from sklearn.utils._param_validation import Integral, Interval, Real, StrOptions
 
-from ..base import BOUNDS_CONSTRAINTS
+from ..base import WEIGHT_CONSTRAINTS, BOUNDS_CONSTRAINTS
 from ..exceptions import AccuracyWarning
 from ..mechanisms import (
     RandomHadamardRotation,
@@ -944,6 +944,7 @@ class WinsorizedMeanEstimator(UserLevelMeanEstimator):
     gamma : float, default=0.01
         Failure probability of the accuracy guarantee (rotation bound, range
         search, τ rule). Never affects privacy.
+    {weighting}
     {calibration}
         ``"paper"`` is Levy et al.'s Laplace noise with an equal split of
         each coordinate's ε′ = ε/√(8d′ ln(1/δ)), the 10√log rotation bound and
@@ -1033,14 +1034,20 @@ class WinsorizedMeanEstimator(UserLevelMeanEstimator):
         "sub_gaussian_sigma": [None, Interval(Real, 0, None, closed="neither")],
         "tau_share": [Interval(Real, 0, 1, closed="neither")],
         "gamma": [Interval(Real, 0, 1, closed="neither")],
+        **WEIGHT_CONSTRAINTS,
     }
 
     def __init__(self, epsilon=1.0, delta=0.0, *, tau="auto", bounds="auto",
                  bounds_share=None, samples_per_user=None, sub_gaussian_sigma=None,
                  tau_share=0.1,
-                 gamma=0.01, calibration="tight", random_state=None, n_jobs=None):
+                 gamma=0.01, weighting="auto", estimand="user_mean",
+                 max_rows=None, weights_share=0.1, calibration="tight", random_state=None, n_jobs=None):
         self.epsilon = epsilon
         self.delta = delta
+        self.weighting = weighting
+        self.estimand = estimand
+        self.max_rows = max_rows
+        self.weights_share = weights_share
         self.tau = tau
         self.bounds = bounds
         self.bounds_share = bounds_share

@@ -186,6 +186,28 @@ def fit_user_means(estimator, X, y, groups):
     return _means_by_code(X, codes, n_users)[0], n_users
 
 
+def fit_user_table(estimator, X, y, groups):
+    """:func:`fit_user_means` with the users' row counts, and the rows.
+
+    Returns
+    -------
+    means : ndarray of shape (n_users, n_features)
+    n_users : int
+    counts : ndarray of shape (n_users,)
+        Row count of every user (private).
+    rows, codes : ndarray or None
+        The validated rows and their user codes (``None`` for Dask input).
+    """
+    X, groups = split_groups_column(X, groups)  # groups='column name'
+    if is_dask_collection(X) or is_dask_collection(groups):
+        table = estimator_dask_table(estimator, X, y, groups, stacklevel=5)[0]
+        return table.means, table.means.shape[0], table.counts, None, None
+    X = _float_rows(estimator, X, groups, reset=True)
+    codes, n_users = resolve_groups(estimator, y, groups, X.shape[0])
+    means, counts = _means_by_code(X, codes, n_users)
+    return means, n_users, counts, X, codes
+
+
 def held_out_user_means(estimator, X, groups):
     """The mean of the held-out users' means (a mean estimator's ``score``).
 

@@ -76,6 +76,37 @@ ci_share : "auto" or float, default="auto"
     smallest share in [0.05, 0.25] whose scale step can pass a quarter of
     the users. ``0`` releases none: the whole budget goes to the mean and
     ``conf_int`` is unavailable. The share used is ``ci_share_``.""",
+    "weighting": """\
+weighting : {"auto", "equal"}, default="auto"
+    How users with different numbers of rows are weighted (estimand
+    ``"user_mean"``). ``"auto"`` spends ``weights_share`` of the budget on
+    the users' row counts and the spread of their means and rows, and gives
+    a user with few rows less weight where its mean is noisier (capped
+    inverse-variance weights in ``[0, 1]``, per column): a user's
+    influence stays bounded whatever its row count, so the noise is the
+    unweighted one. It keeps equal weights in a column where the released
+    statistics predict no gain, or show that row counts carry information
+    about the users' means there (weighting would then change the
+    quantity estimated). ``"equal"`` weighs every user alike (no extra
+    spend): prefer it when the number of rows a user has is related to
+    its values. ``weighting_`` reports what was used (user guide,
+    "Unbalanced users").
+estimand : {"user_mean", "row_mean"}, default="user_mean"
+    The population quantity: the mean of the users' means (every user
+    counts once), or the row-level mean with each user's rows counted up
+    to ``max_rows`` (as OpenDP's ``truncate_per_group`` or Tumult's
+    ``MaxRowsPerID``, but using all rows: a user with ``m`` rows counts
+    ``min(m, max_rows)`` times). The second equals the plain row mean when
+    no user has more than ``max_rows`` rows or when the row counts are
+    unrelated to the users' values; otherwise it differs from it by its
+    truncation bias. ``weighting`` is then not used.
+max_rows : int, default=None
+    Public cap on the rows a user counts for; required by
+    ``estimand="row_mean"`` (not read from the data: that would make the
+    estimand private).
+weights_share : float, default=0.1
+    Share of the budget (of ρ under zCDP accounting, of ε otherwise) spent
+    on the weights when ``weighting="auto"`` or ``estimand="row_mean"``.""",
     "bounds_share": """\
 bounds_share : float, default=None
     Share of the budget spent learning ``bounds="auto"``: of ρ when the

@@ -1,0 +1,498 @@
+"""Unbalanced users: weighted user-level means and the row-level estimand.
+
+Not from the three papers: spec ``intervals_and_weights.md`` §3.4–3.5
+(RECONSTRUCTED there; the CFMT and ZLS papers it names were not read for the
+spec, so nothing here carries their names), measured in
+``benchmarks/bench_unbalanced.py``.
+
+Every mean estimator reduces a user to the mean ``z_i`` of its rows (in the
+box's per-column scaled coordinates, ``[-1, 1]`` per column). Users differ in
+their number of rows ``m_i``: a user with 200 rows has a far less noisy mean
+than a user with 2. This module turns any such estimator into a weighted one
+by a **per-user transform** of the users' means,
+
+    z'_i = c + w_i ∘ (z_i − c),      w_i ∈ [0, 1]^d,
+
+with a centre ``c`` and a weight function ``w`` that are released (charged)
+before the estimator runs. ``z'_i`` depends only on user ``i``'s own data and
+on released values, so the estimator's release on the ``z'`` has exactly its
+own user-level guarantee (replace-one, number of users public), and when its
+clipping set ``K`` is convex and holds ``c`` (the box ``[-1, 1]^d`` does;
+``c`` is projected onto it) every ``z'_i`` of a ``z_i ∈ K`` stays in ``K``:
+the sensitivity, hence the noise, is the unweighted one. The estimator
+estimates ``mean(z') = c + (W/n)∘(θ_w − c)`` with ``W = Σ_i w_i``, so
+
+    θ̂_w = c + (n / W̃)∘(mean(z')~ − c)
+
+(post-processing with a released ``W̃``) estimates the weighted mean
+``θ_w = Σ w_i z_i / W``. A low-weight user is shrunk towards ``c`` before
+the estimator clips it, so its clipping threshold is in effect ``r / w_i``
+(per-user thresholds adapted to the user's sample size; spec §3.2).
+
+Two weightings:
+
+``estimand="row_mean"`` (public cap ``k = max_rows``)
+    ``w_i = min(m_i, k)/k``: the row-level mean with each user's contribution
+    capped at ``k`` rows. This is the Rao–Blackwellised form of truncating
+    every user to a random ``k`` of its rows (OpenDP ``truncate_per_group``,
+    Tumult ``MaxRowsPerID``): the same estimand, ``E[min(m, k)·ū]/E[min(m,
+    k)]``, with no more variance (spec §3.4). One release, of ``(w_i, w_i·z_i)``
+    per user, gives ``W̃`` and the centre ``c = S̃/W̃``.
+
+``weighting="auto"`` (estimand: the mean of the users' means)
+    Capped inverse-variance weights ``w(m) = min(1, λ/(τ² + σ²/m))`` per
+    column (spec §3.5: the minimiser of the sampling plus noise variance of
+    ``θ̂_w`` among weights in ``[0, 1]``), constant within dyadic buckets of
+    ``m`` (``1``, ``2–3``, ``4–7``, …, ``≥ 2^(N_BUCKETS−1)``) so that ``W =
+    Σ_b w_b N_b`` follows from the released bucket counts. Two releases:
+
+    1. per bucket, the count and the sum of the box-clipped ``z_i``
+       (each user's vector ``(1, z_i)`` sits in its bucket's block, zeros
+       elsewhere: one clip-and-noise release of norm ``√(1+d)``): the counts,
+       the centre ``c`` (the unweighted mean) and the buckets' means;
+    2. the sum of ``|z_i − c|/2`` (the spread of the users' means) and of each
+       user's row standard deviation (clipped to ``[0, 1]``; users with one
+       row give 0), one clip-and-noise release around ``1/2``.
+
+    Post-processing: ``σ`` from the pooled row deviations (corrected by the
+    normal ``c4(m)``), ``τ`` by solving ``E|z − c| = Σ_b N_b √(2/π)
+    √(τ² + σ²/m_b)/n``, ``λ`` by minimising the predicted variance with the
+    estimator's public noise, and finally a choice between these weights and
+    equal weights by their predicted mean squared error about the mean of the
+    users' means, including a bias term from the buckets' released means:
+    where the row counts carry information about the users' means (``E[ū |
+    m]`` varies with ``m``) the weighted mean is a different quantity, and
+    the equal weights are kept for that column.
+
+The unit of privacy is the user: two datasets are neighbours when they differ
+in all rows of one user (row count included), with the number of users public.
+"""
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import gammaln, ndtr
+
+from ..mechanisms import add_noise
+from ..mechanisms._lattice import encode_sum
+from ..privacy import ApproxDP, PureDP, compose, split_off, split_zcdp_shares
+from ..utils._random import make_seed_sequence
+from ._clip_noise import plan_clip_noise
+
+__all__ = ["N_BUCKETS", "WeightPlan", "UserWeights", "plan_weights",
+           "release_user_weights", "row_count_buckets", "user_row_spreads"]
+
+#: dyadic buckets of the row counts: 1, 2–3, 4–7, …, ≥ 2^(N_BUCKETS−1)
+N_BUCKETS = 12
+
+#: share of the weights' budget spent on the counts and centre (auto)
+COUNTS_SHARE = 0.75
+
+#: a bucket whose released count exceeds this many noise standard deviations
+#: holds users (the others are noise)
+OCCUPIED_SD = 3.0
+
+#: the buckets' means must differ by this many standard deviations of their
+#: noise and sampling before the row counts count as informative
+INFORMATIVE_SD = 2.0
+
+
+def row_count_buckets(counts):
+    """The dyadic bucket of each row count: ``floor(log2 m)``, at most
+    ``N_BUCKETS − 1`` (public boundaries).
+
+    Examples
+    --------
+    >>> from skuserdp.mean._weights import row_count_buckets
+    >>> row_count_buckets([1, 2, 3, 4, 200, 10**6]).tolist()
+    [0, 1, 1, 2, 7, 11]
+    """
+    m = np.maximum(np.asarray(counts, dtype=np.int64), 1)
+    b = np.floor(np.log2(m.astype(np.float64))).astype(np.intp)
+    return np.minimum(b, N_BUCKETS - 1)
+
+
+def _bucket_inverse_rows():
+    """A representative ``1/m`` of every bucket: the mean of ``1/m`` over its
+    integers (the open last bucket: over ``[2^(B−1), 2^B)``)."""
+    out = np.empty(N_BUCKETS)
+    for b in range(N_BUCKETS):
+        lo, hi = 2 ** b, 2 ** (b + 1)
+        out[b] = np.mean(1.0 / np.arange(lo, hi))
+    return out
+
+
+def _c4(m):
+    """``E[s]/σ`` of the sample standard deviation of ``m`` normal rows."""
+    m = np.asarray(m, dtype=np.float64)
+    return np.sqrt(2.0 / (m - 1)) * np.exp(gammaln(m / 2) - gammaln((m - 1) / 2))
+
+
+def user_row_spreads(rows, codes, means, counts, half_width):
+    """Each user's row standard deviation per column, in units of the box's
+    half-width (0 for a user with one row): a per-user function of the data.
+
+    Parameters
+    ----------
+    rows : ndarray of shape (n_rows, n_features)
+    codes : ndarray of shape (n_rows,)
+        User code of every row.
+    means : ndarray of shape (n_users, n_features)
+    counts : ndarray of shape (n_users,)
+    half_width : ndarray of shape (n_features,)
+
+    Returns
+    -------
+    spreads : ndarray of shape (n_users, n_features)
+    """
+    n = means.shape[0]
+    with np.errstate(over="ignore", invalid="ignore"):
+        dev = (rows - means[codes]) / half_width
+        np.square(dev, out=dev)
+        ss = np.zeros((n, rows.shape[1]))
+        for j in range(rows.shape[1]):
+            ss[:, j] = np.bincount(codes, weights=dev[:, j], minlength=n)
+        denom = np.maximum(counts - 1, 1).astype(np.float64)[:, None]
+        sd = np.sqrt(ss / denom)
+    sd[counts < 2] = 0.0
+    return np.nan_to_num(np.minimum(sd, 1.0), nan=1.0, posinf=1.0)
+
+
+@dataclass(frozen=True)
+class WeightPlan:
+    """Public quantities of the weights' releases.
+
+    Attributes
+    ----------
+    estimand : {"user_mean", "row_mean"}
+    max_rows : int or None
+        The public cap ``k`` of ``estimand="row_mean"``.
+    n_users, n_features : int
+    first : ClipNoisePlan
+        The counts-and-sums release (per bucket for ``auto``; the weighted
+        total and sum for ``row_mean``).
+    second : ClipNoisePlan or None
+        The spreads release (``auto`` only).
+    estimate_noise_variance : float
+        A public proxy of the estimate's noise variance per coordinate of the
+        mean (the per-column box's clip-and-noise at the estimate's budget):
+        it sets the cap ``λ`` of the weights.
+    loss : PureDP or ZCDP
+        The privacy loss of the weights' releases.
+    """
+
+    estimand: str
+    max_rows: object
+    n_users: int
+    n_features: int
+    first: object
+    second: object
+    estimate_noise_variance: float
+    loss: object
+
+
+def _split(budget, share):
+    if isinstance(budget, PureDP):
+        eps, rest = split_off(budget, share)
+        return PureDP(eps), rest
+    return split_zcdp_shares(budget, [share, 1 - share])
+
+
+def plan_weights(n_users, n_features, budget, *, estimate_budget, estimand="user_mean",
+                 max_rows=None, calibration="tight"):
+    """Plan the weights' releases from public values.
+
+    Parameters
+    ----------
+    n_users, n_features : int
+        Public shape.
+    budget : PureDP or ZCDP
+        The weights' share of the fit's budget.
+    estimate_budget : PureDP, ApproxDP or ZCDP
+        The estimate's budget (for the public noise proxy only).
+    estimand : {"user_mean", "row_mean"}, default="user_mean"
+    max_rows : int, default=None
+        Required for ``"row_mean"``.
+    calibration : {"tight", "paper"}, default="tight"
+
+    Returns
+    -------
+    plan : WeightPlan
+
+    Examples
+    --------
+    >>> from skuserdp.mean._weights import plan_weights
+    >>> from skuserdp.privacy import ZCDP
+    >>> plan = plan_weights(2000, 1, ZCDP(0.002), estimate_budget=ZCDP(0.02))
+    >>> plan.loss.rho <= 0.002, plan.second is not None
+    (True, True)
+    """
+    n, d = int(n_users), int(n_features)
+    if estimand == "row_mean":
+        first = plan_clip_noise(n, 1 + d, budget=budget, radius=math.sqrt(1 + d),
+                                calibration=calibration)
+        second, loss = None, first.loss
+    else:
+        b1, b2 = _split(budget, COUNTS_SHARE)
+        # (1, z) with z in [-1, 1]^d: ℓ2 norm ≤ √(1+d), ℓ1 norm ≤ 1 + d (the
+        # pure plan's ℓ1 ball is radius·√dim = 1 + d)
+        first = plan_clip_noise(n, 1 + d, budget=b1, radius=math.sqrt(1 + d),
+                                calibration=calibration)
+        # (|z − c|/2, s) in [0, 1]^(2d) around 1/2: ℓ2 ≤ √(d/2), ℓ1 ≤ d
+        second = plan_clip_noise(n, 2 * d, budget=b2, radius=math.sqrt(d / 2),
+                                 calibration=calibration)
+        loss = compose(first.loss, second.loss)
+    return WeightPlan(estimand, max_rows, n, d, first, second,
+                      _estimate_noise_variance(n, d, estimate_budget, calibration), loss)
+
+
+def _estimate_noise_variance(n, d, budget, calibration):
+    """A public proxy of the estimate's noise variance per coordinate of the
+    mean, in the box's scaled coordinates: the smaller of per-column
+    discrete Laplace at ε/d (the box ``[-1, 1]`` per column) and one
+    Gaussian release in the ball through the box's corners (δ > 0), as the
+    per-column estimator chooses."""
+    eps = budget.epsilon
+    laplace = plan_clip_noise(n, 1, budget=PureDP(eps / d), radius=1.0).noise_variance
+    if isinstance(budget, PureDP) or getattr(budget, "delta", 0.0) == 0.0:
+        return float(laplace)
+    gauss = plan_clip_noise(n, d, budget=budget, radius=math.sqrt(d),
+                            calibration=calibration).noise_variance
+    return float(min(laplace, gauss))
+
+
+@dataclass(frozen=True)
+class UserWeights:
+    """The released weighting of one fit (every field released or public).
+
+    Attributes
+    ----------
+    kind : {"auto", "row_mean", "equal"}
+        ``"equal"``: every weight is 1 (the transform is the identity).
+    center : ndarray of shape (n_features,)
+        ``c``, in the working coordinates.
+    bucket_weights : ndarray of shape (N_BUCKETS, n_features) or None
+        ``auto``: the weight of every bucket and column.
+    total : ndarray of shape (n_features,)
+        ``W̃``, the released sum of the weights, per column.
+    weighted : ndarray of shape (n_features,) of bool
+        ``auto``: the columns whose weights are not all 1.
+    """
+
+    kind: str
+    center: np.ndarray
+    bucket_weights: object
+    total: np.ndarray
+    weighted: np.ndarray
+    max_rows: object = None
+
+    def user_weights(self, counts):
+        """Every user's weights, shape ``(n_users, n_features)``: a per-user
+        function of its row count and of released values."""
+        counts = np.asarray(counts)
+        d = self.center.shape[0]
+        if self.kind == "row_mean":
+            w = np.minimum(counts, self.max_rows) / float(self.max_rows)
+            return np.repeat(w[:, None], d, axis=1)
+        if self.kind == "equal":
+            return np.ones((counts.shape[0], d))
+        return self.bucket_weights[row_count_buckets(counts)]
+
+    def transform(self, Z, counts):
+        """``z' = c + w∘(z − c)`` (a new array; ``Z`` is not modified)."""
+        if self.kind == "equal":
+            return Z
+        w = self.user_weights(counts)
+        return self.center + w * (np.asarray(Z) - self.center)
+
+    def scale(self, n_users):
+        """``g = n/W̃`` per column: ``θ̂ = c + g∘(mean(z')~ − c)``."""
+        if self.kind == "equal":
+            return np.ones_like(self.center)
+        return n_users / self.total
+
+
+def _release(values, plan, seed, *, center=0.0, blocks=None):
+    """Clip-and-noise release of ``values`` (``blocks``: each user's vector in
+    the block of its bucket, zeros elsewhere); returns the noisy *sums*."""
+    if blocks is None:
+        total = encode_sum(values, center=center, radius=plan.ball, grid=plan.grid,
+                           norm=plan.norm)
+    else:
+        parts = []
+        for b in range(N_BUCKETS):
+            rows = np.flatnonzero(blocks == b)
+            if rows.size:
+                parts.append(encode_sum(values, center=center, radius=plan.ball,
+                                        grid=plan.grid, norm=plan.norm, rows=rows))
+            else:
+                parts.append(np.zeros(values.shape[1], dtype=np.int64))
+        total = np.concatenate(parts)
+    noisy = add_noise(total, plan.noise, seed)
+    # the sum of the (centred) contributions, back in their units
+    n_sum = plan.grid * noisy.astype(np.float64)
+    if blocks is None:
+        n_sum = n_sum + plan.n_users * np.broadcast_to(center, n_sum.shape)
+    return n_sum
+
+
+def _noise_sd(plan):
+    """Standard deviation of the noise of one coordinate of a released sum."""
+    return math.sqrt(plan.noise_variance) * plan.n_users
+
+
+def release_user_weights(Z, counts, spreads, plan, random_state=None):
+    """Run the weights' releases and choose the weights (post-processing).
+
+    Parameters
+    ----------
+    Z : ndarray of shape (n_users, n_features)
+        The users' means in the box's scaled coordinates (clipped to
+        ``[-1, 1]`` here). Not modified.
+    counts : ndarray of shape (n_users,)
+        The users' row counts (private).
+    spreads : ndarray of shape (n_users, n_features) or None
+        :func:`user_row_spreads` (``auto`` only; ``None``: equal weights).
+    plan : WeightPlan
+    random_state : SeedSequence, int or None
+
+    Returns
+    -------
+    weights : UserWeights
+    """
+    n, d = plan.n_users, plan.n_features
+    zc = np.clip(np.asarray(Z, dtype=np.float64), -1.0, 1.0)
+    counts = np.asarray(counts)
+    seed1, seed2 = make_seed_sequence(random_state).spawn(2)
+    if plan.estimand == "row_mean":
+        k = float(plan.max_rows)
+        w = np.minimum(counts, plan.max_rows) / k
+        sums = _release(np.column_stack([w, w[:, None] * zc]), plan.first, seed1)
+        floor = n / k  # every user counts for at least 1/k (public)
+        total = max(sums[0], floor)
+        center = np.clip(sums[1:] / total, -1.0, 1.0)
+        return UserWeights("row_mean", center, None, np.full(d, total),
+                           np.ones(d, bool), plan.max_rows)
+    buckets = row_count_buckets(counts)
+    first = _release(np.column_stack([np.ones(n), zc]), plan.first, seed1,
+                     blocks=buckets).reshape(N_BUCKETS, 1 + d)
+    N = np.maximum(first[:, 0], 0.0)
+    S = first[:, 1:]
+    # the centre from the buckets that hold users (the others add only noise)
+    occupied = N > OCCUPIED_SD * _noise_sd(plan.first)
+    if not occupied.any():
+        occupied[:] = True
+    center = np.clip(S[occupied].sum(axis=0) / max(N[occupied].sum(), 1.0), -1.0, 1.0)
+    if spreads is None:
+        return _equal(center, n, d)
+    dev = np.abs(zc - center) / 2.0
+    second = _release(np.column_stack([dev, np.minimum(spreads, 1.0)]), plan.second,
+                      seed2, center=0.5)
+    weights = _choose_weights(N, S, 2.0 * second[:d], second[d:], center, n,
+                              _noise_sd(plan.first), _noise_sd(plan.second),
+                              plan.estimate_noise_variance * n * n)
+    if weights is None:
+        return _equal(center, n, d)
+    wb, total, chosen = weights
+    return UserWeights("auto", center, wb, total, chosen)
+
+
+def _equal(center, n, d):
+    return UserWeights("equal", center, None, np.full(d, float(n)), np.zeros(d, bool))
+
+
+def _choose_weights(N, S, abs_dev, row_sd, center, n, sd1, sd2, noise_var):
+    """The weights of every bucket and column from the released statistics
+    (post-processing), or ``None`` when nothing can be estimated."""
+    inv_m = _bucket_inverse_rows()
+    reps = 1.0 / inv_m
+    occupied = N > OCCUPIED_SD * sd1
+    if N[1:].sum() < 10.0 * sd1 or occupied.sum() < 2:
+        return None  # too few users with two or more rows, or one bucket
+    c4 = np.where(reps > 1.5, _c4(np.maximum(reps, 2.0)), 0.0)
+    c4_total = float(np.sum(N[1:] * c4[1:]))
+    d = center.shape[0]
+    wb = np.ones((N_BUCKETS, d))
+    chosen = np.zeros(d, bool)
+    share = N / max(N.sum(), 1.0)
+    No = np.where(occupied, N, 0.0)
+    n_occ = float(No.sum())
+    for j in range(d):
+        sigma = max(row_sd[j], 0.0) / c4_total
+        target = max(abs_dev[j], 0.0) / n  # E|z − c|
+        means = np.where(occupied, S[:, j] / np.maximum(N, 1.0), center[j])
+        a = _variance_by_bucket(target, sigma, share, inv_m, means - center[j])
+        w = _capped_weights(a, No, noise_var)
+        if w is None:
+            continue
+        # users of the buckets whose count is noise get weight 0 (z' = c):
+        # then W = Σ_b w_b N_b over the occupied buckets only, whose released
+        # counts are accurate
+        w = np.where(occupied, w, 0.0)
+        # predicted mean squared error about the mean of the users' means
+        W = float(No @ w)
+        var_w = (float(No @ (w * w * a)) + noise_var) / W ** 2
+        var_eq = (float(N @ a) + noise_var) / float(n) ** 2
+        # the buckets' means: do the row counts carry information? (only a
+        # difference beyond the noise and sampling counts as a bias)
+        Wo = float(No @ w)
+        theta_eq = float(S[occupied, j].sum()) / n_occ
+        theta_w = float((w * occupied) @ S[:, j]) / Wo
+        coef = np.where(occupied, w / Wo - 1.0 / n_occ, 0.0)
+        sd_diff = math.sqrt(float(No @ (coef * coef * a)) + float(np.sum(coef ** 2))
+                            * sd1 ** 2)
+        excess = max(abs(theta_w - theta_eq) - INFORMATIVE_SD * sd_diff, 0.0)
+        if excess > 0.0:
+            continue  # informative row counts: keep the users' mean
+        if var_w < var_eq:
+            wb[:, j] = w
+            chosen[j] = True
+    if not chosen.any():
+        return None
+    total = np.where(chosen, np.maximum(No @ wb, 1.0), float(n))
+    return wb, total, chosen
+
+
+def _folded_mean(offset, sd):
+    """``E|X|`` for ``X ~ N(offset, sd²)``."""
+    sd = np.maximum(sd, 1e-300)
+    r = offset / sd
+    return (sd * math.sqrt(2.0 / math.pi) * np.exp(-0.5 * r * r)
+            + offset * (1.0 - 2.0 * ndtr(-r)))
+
+
+def _variance_by_bucket(target, sigma, share, inv_m, offsets):
+    """``a_b = τ² + σ²/m_b``, with ``τ`` solving ``E|z − c| = Σ_b share_b
+    E|N(offset_b, τ² + σ²/m_b)|`` (``offset_b``: the bucket's released mean
+    minus ``c``; ``τ = 0`` when even that over-explains it)."""
+    def mad(tau2):
+        return float(share @ _folded_mean(offsets, np.sqrt(tau2 + sigma * sigma * inv_m)))
+
+    if mad(0.0) >= target:
+        tau2 = 0.0
+    else:
+        lo, hi = 0.0, 4.0
+        for _ in range(60):
+            mid = 0.5 * (lo + hi)
+            lo, hi = (mid, hi) if mad(mid) < target else (lo, mid)
+        tau2 = 0.5 * (lo + hi)
+    return tau2 + sigma * sigma * inv_m
+
+
+def _capped_weights(a, N, noise_var):
+    """``w_b = min(1, λ/a_b)`` with ``λ`` minimising the predicted variance
+    ``(Σ N_b w_b² a_b + noise)/(Σ N_b w_b)²`` (a grid over ``λ``)."""
+    if not np.all(np.isfinite(a)) or a.max() <= 0.0:
+        return None
+    a = np.maximum(a, a.max() * 1e-6)
+    best, best_w = None, None
+    for lam in np.geomspace(a.min() * 1e-3, a.max(), 200):
+        w = np.minimum(1.0, lam / a)
+        W = float(N @ w)
+        if W <= 0:
+            continue
+        f = (float(N @ (w * w * a)) + noise_var) / W ** 2
+        if best is None or f < best:
+            best, best_w = f, w
+    return best_w
