@@ -321,7 +321,7 @@ class UserMeanEstimator(UserLevelMeanEstimator):
     def __init__(self, epsilon=1.0, delta=1e-6, *, method="auto", bounds="auto",
                  bounds_share=None, radius=None, center=None, samples_per_user=None,
                  moment_order=None, moment_bound=None, corrupted_fraction=0.0,
-                 ci_share="auto", weighting="auto", estimand="user_mean",
+                 ci_share="auto", weighting="equal", estimand="user_mean",
                  max_rows=None, weights_share=0.1, calibration="tight", random_state=None, n_jobs=None):
         self.epsilon = epsilon
         self.delta = delta

@@ -1040,7 +1040,7 @@ class WinsorizedMeanEstimator(UserLevelMeanEstimator):
     def __init__(self, epsilon=1.0, delta=0.0, *, tau="auto", bounds="auto",
                  bounds_share=None, samples_per_user=None, sub_gaussian_sigma=None,
                  tau_share=0.1,
-                 gamma=0.01, weighting="auto", estimand="user_mean",
+                 gamma=0.01, weighting="equal", estimand="user_mean",
                  max_rows=None, weights_share=0.1, calibration="tight", random_state=None, n_jobs=None):
         self.epsilon = epsilon
         self.delta = delta

@@ -77,9 +77,11 @@ ci_share : "auto" or float, default="auto"
     the users. ``0`` releases none: the whole budget goes to the mean and
     ``conf_int`` is unavailable. The share used is ``ci_share_``.""",
     "weighting": """\
-weighting : {"auto", "equal"}, default="auto"
+weighting : {"auto", "equal"}, default="equal"
     How users with different numbers of rows are weighted (estimand
-    ``"user_mean"``). ``"auto"`` spends ``weights_share`` of the budget on
+    ``"user_mean"``). ``"equal"`` weighs every user alike (no extra
+    spend). ``"auto"`` (opt-in: on the public panels measured so far it
+    was worse than equal weights at ε = 1; see the user guide) spends ``weights_share`` of the budget on
     the users' row counts and the spread of their means and rows, and gives
     a user with few rows less weight where its mean is noisier (capped
     inverse-variance weights in ``[0, 1]``, per column): a user's
@@ -87,9 +89,8 @@ weighting : {"auto", "equal"}, default="auto"
     unweighted one. It keeps equal weights in a column where the released
     statistics predict no gain, or show that row counts carry information
     about the users' means there (weighting would then change the
-    quantity estimated). ``"equal"`` weighs every user alike (no extra
-    spend): prefer it when the number of rows a user has is related to
-    its values. ``weighting_`` reports what was used (user guide,
+    quantity estimated). Prefer ``"equal"`` when the number of rows a
+    user has may be related to its values. ``weighting_`` reports what was used (user guide,
     "Unbalanced users").
 estimand : {"user_mean", "row_mean"}, default="user_mean"
     The population quantity: the mean of the users' means (every user
