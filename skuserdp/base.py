@@ -50,7 +50,7 @@ WEIGHT_CONSTRAINTS = {
     "weighting": [StrOptions({"auto", "equal"})],
     "estimand": [StrOptions({"user_mean", "row_mean"})],
     "max_rows": [None, Interval(Integral, 1, None, closed="left")],
-    "weights_share": [Interval(Real, 0, 1, closed="neither")],
+    "weights_share": [StrOptions({"auto"}), Interval(Real, 0, 1, closed="neither")],
 }
 
 #: parameter constraints of the public box (declared, or "auto": learned

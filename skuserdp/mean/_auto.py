@@ -322,7 +322,7 @@ class UserMeanEstimator(UserLevelMeanEstimator):
                  bounds_share=None, radius=None, center=None, samples_per_user=None,
                  moment_order=None, moment_bound=None, corrupted_fraction=0.0,
                  ci_share="auto", weighting="equal", estimand="user_mean",
-                 max_rows=None, weights_share=0.1, calibration="tight", random_state=None, n_jobs=None):
+                 max_rows=None, weights_share="auto", calibration="tight", random_state=None, n_jobs=None):
         self.epsilon = epsilon
         self.delta = delta
         self.weighting = weighting

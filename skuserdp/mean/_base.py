@@ -359,16 +359,31 @@ class UserLevelMeanEstimator(ConfidenceIntervalMixin, UserLevelMixin, BaseEstima
         """Take the weights' share off the estimator's budget (public values):
         like the interval's (:meth:`_split_interval_budget`). Returns the
         estimator's budget and ``(kind, budget, seed)`` or ``None``."""
+        for name in ("weighting_reason_", "bucket_weights_"):
+            self.__dict__.pop(name, None)
         kind = self._weights_kind(budget, has_rows)
         if "weighting" in self._parameter_constraints:
-            self.weighting_ = "equal"
-            self.weights_share_ = 0.0 if kind is None else float(self.weights_share)
+            self.weighting_, self.weights_share_ = "equal", 0.0
         if kind is None:
             return budget, None
-        self.__dict__.pop("weighting_reason_", None)
         zcdp = (budget.delta > 0 and self._zcdp_accounting(n_users, n_features)
                 and self.calibration == "tight")
-        rest, part = self._split_share(budget, self.weights_share, zcdp)
+        share = self.weights_share
+        if isinstance(share, str):  # "auto": from public values
+            from ._weights import choose_weights_share
+
+            share = choose_weights_share(
+                n_users, n_features, budget.epsilon, budget.delta, zcdp=zcdp,
+                estimand=self.estimand, max_rows=self.max_rows,
+                calibration=self.calibration)
+            if share is None:
+                self.weighting_reason_ = (
+                    "too few users for this budget: at every share up to 0.3 the "
+                    "weights' statistics would be too noisy to help (public plan; "
+                    "nothing spent on them)")
+                return budget, None
+        self.weights_share_ = float(share)
+        rest, part = self._split_share(budget, share, zcdp)
         if part is None:
             self.weights_share_ = 0.0
             self.weighting_reason_ = (

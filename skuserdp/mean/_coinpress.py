@@ -709,7 +709,7 @@ class CoinPressMeanEstimator(UserLevelMeanEstimator):
                  radius=None, n_steps="auto", final_share=0.75, spread_share=0.3,
                  scale_factor=1.2, final_scale_factor=None, top_bin_share=0.2,
                  beta=0.01, ci_share="auto", weighting="equal", estimand="user_mean",
-                 max_rows=None, weights_share=0.1, calibration="tight", random_state=None,
+                 max_rows=None, weights_share="auto", calibration="tight", random_state=None,
                  n_jobs=None):
         self.epsilon = epsilon
         self.delta = delta

@@ -178,7 +178,7 @@ class ColumnScaledMeanEstimator(UserLevelMeanEstimator):
     def __init__(self, epsilon=1.0, delta=1e-6, *, bounds="auto", bounds_share=None,
                  check_clipping=True, noise="auto", ci_share="auto",
                  weighting="equal", estimand="user_mean",
-                 max_rows=None, weights_share=0.1, calibration="tight", random_state=None, n_jobs=None):
+                 max_rows=None, weights_share="auto", calibration="tight", random_state=None, n_jobs=None):
         self.epsilon = epsilon
         self.delta = delta
         self.weighting = weighting

@@ -2099,7 +2099,7 @@ class ThreadedClipNoiseEstimator(UserLevelMeanEstimator):
     def __init__(self, epsilon=1.0, delta=1e-6, *, moment_order=2.0,
                  moment_bound=None, samples_per_user=1, n_threads="auto",
                  bounds="auto", bounds_share=None, method="auto", weighting="equal", estimand="user_mean",
-                 max_rows=None, weights_share=0.1, calibration="tight",
+                 max_rows=None, weights_share="auto", calibration="tight",
                  random_state=None, n_jobs=None):
         self.epsilon = epsilon
         self.delta = delta

@@ -43,7 +43,7 @@ Two weightings:
     Capped inverse-variance weights ``w(m) = min(1, λ/(τ² + σ²/m))`` per
     column (spec §3.5: the minimiser of the sampling plus noise variance of
     ``θ̂_w`` among weights in ``[0, 1]``), constant within dyadic buckets of
-    ``m`` (``1``, ``2–3``, ``4–7``, …, ``≥ 2^(N_BUCKETS−1)``) so that ``W =
+    ``m`` (``1``, ``2–3``, ``4–15``, ``16–63``, ``64–255``, ``≥ 256``) so that ``W =
     Σ_b w_b N_b`` follows from the released bucket counts. Two releases:
 
     1. per bucket, the count and the sum of the box-clipped ``z_i``
@@ -76,15 +76,17 @@ from scipy.special import gammaln, ndtr
 
 from ..mechanisms import add_noise
 from ..mechanisms._lattice import encode_sum
-from ..privacy import ApproxDP, PureDP, compose, split_off, split_zcdp_shares
+from ..privacy import ApproxDP, PureDP, compose, split_off, split_zcdp, split_zcdp_shares
 from ..utils._random import make_seed_sequence
 from ._clip_noise import plan_clip_noise
 
-__all__ = ["N_BUCKETS", "WeightPlan", "UserWeights", "plan_weights",
+__all__ = ["N_BUCKETS", "WeightPlan", "UserWeights", "plan_weights", "choose_weights_share",
            "release_user_weights", "row_count_buckets", "user_row_spreads"]
 
-#: dyadic buckets of the row counts: 1, 2–3, 4–7, …, ≥ 2^(N_BUCKETS−1)
-N_BUCKETS = 12
+#: buckets of the row counts: 1, 2–3, 4–15, 16–63, 64–255, ≥ 256 (few: the
+#: noise of every bucket's count enters W̃)
+BUCKET_EDGES = (1, 2, 4, 16, 64, 256)
+N_BUCKETS = len(BUCKET_EDGES)
 
 #: share of the weights' budget spent on the counts and centre (auto)
 COUNTS_SHARE = 0.75
@@ -93,34 +95,33 @@ COUNTS_SHARE = 0.75
 #: holds users (the others are noise)
 OCCUPIED_SD = 3.0
 
+#: weights within this of 1 in every occupied bucket are equal weights
+EQUAL_TOLERANCE = 0.05
+
 #: the buckets' means must differ by this many standard deviations of their
 #: noise and sampling before the row counts count as informative
-INFORMATIVE_SD = 2.0
+INFORMATIVE_SD = 3.0
 
 
 def row_count_buckets(counts):
-    """The dyadic bucket of each row count: ``floor(log2 m)``, at most
-    ``N_BUCKETS − 1`` (public boundaries).
+    """The bucket of each row count (public boundaries :data:`BUCKET_EDGES`).
 
     Examples
     --------
     >>> from skuserdp.mean._weights import row_count_buckets
-    >>> row_count_buckets([1, 2, 3, 4, 200, 10**6]).tolist()
-    [0, 1, 1, 2, 7, 11]
+    >>> row_count_buckets([1, 2, 3, 4, 15, 16, 200, 10**6]).tolist()
+    [0, 1, 1, 2, 2, 3, 4, 5]
     """
     m = np.maximum(np.asarray(counts, dtype=np.int64), 1)
-    b = np.floor(np.log2(m.astype(np.float64))).astype(np.intp)
-    return np.minimum(b, N_BUCKETS - 1)
+    return np.searchsorted(np.asarray(BUCKET_EDGES), m, side="right") - 1
 
 
 def _bucket_inverse_rows():
     """A representative ``1/m`` of every bucket: the mean of ``1/m`` over its
-    integers (the open last bucket: over ``[2^(B−1), 2^B)``)."""
-    out = np.empty(N_BUCKETS)
-    for b in range(N_BUCKETS):
-        lo, hi = 2 ** b, 2 ** (b + 1)
-        out[b] = np.mean(1.0 / np.arange(lo, hi))
-    return out
+    integers (the open last bucket: over ``[256, 1024)``)."""
+    edges = list(BUCKET_EDGES) + [4 * BUCKET_EDGES[-1]]
+    return np.array([np.mean(1.0 / np.arange(lo, hi))
+                     for lo, hi in zip(edges[:-1], edges[1:])])
 
 
 def _c4(m):
@@ -190,6 +191,68 @@ class WeightPlan:
     second: object
     estimate_noise_variance: float
     loss: object
+
+
+#: weights_share="auto" tries these shares of the budget, smallest first
+WEIGHTS_SHARES = (0.1, 0.15, 0.2, 0.25, 0.3)
+
+#: ... and takes the first whose released counts have a noise standard
+#: deviation of at most n_users / MIN_COUNT_PRECISION (a bucket holding a
+#: tenth of the users is then counted within 10 %)
+MIN_COUNT_PRECISION = 100.0
+
+
+def choose_weights_share(n_users, n_features, epsilon, delta, *, zcdp,
+                         estimand="user_mean", max_rows=None, calibration="tight"):
+    """``weights_share="auto"``: the weights' share of the budget, from public
+    values, or ``None`` when even the largest share leaves the weights'
+    statistics too noisy to help (``estimand="user_mean"``: equal weights,
+    nothing spent; ``"row_mean"`` then takes the largest share, which its
+    estimand needs).
+
+    Parameters
+    ----------
+    n_users, n_features : int
+    epsilon, delta : float
+        The budget left for the estimate and the weights.
+    zcdp : bool
+        Whether the split is in zCDP (ρ shares) or in pure ε.
+
+    Returns
+    -------
+    share : float or None
+
+    Examples
+    --------
+    >>> from skuserdp.mean._weights import choose_weights_share
+    >>> choose_weights_share(2000, 1, 4.0, 1e-6, zcdp=True)
+    0.2
+    >>> choose_weights_share(2000, 1, 1.0, 1e-6, zcdp=True) is None
+    True
+    """
+    for share in WEIGHTS_SHARES:
+        part, rest = _split_budget(epsilon, delta, share, zcdp)
+        if part is None:
+            continue
+        plan = plan_weights(n_users, n_features, part, estimate_budget=rest,
+                            estimand=estimand, max_rows=max_rows,
+                            calibration=calibration)
+        if _noise_sd(plan.first) * MIN_COUNT_PRECISION <= n_users:
+            return share
+    return WEIGHTS_SHARES[-1] if estimand == "row_mean" else None
+
+
+def _split_budget(epsilon, delta, share, zcdp):
+    """``(part, rest)`` of an (ε, δ) budget, as the estimators split it."""
+    if zcdp:
+        try:
+            part, rest_eps = split_zcdp(epsilon, delta, share)
+        except ValueError:
+            return None, None
+        return part, ApproxDP(rest_eps, delta)
+    eps_part, rest = split_off(PureDP(epsilon) if delta == 0
+                               else ApproxDP(epsilon, delta), share)
+    return PureDP(eps_part), rest
 
 
 def _split(budget, share):
@@ -379,11 +442,7 @@ def release_user_weights(Z, counts, spreads, plan, random_state=None):
                      blocks=buckets).reshape(N_BUCKETS, 1 + d)
     N = np.maximum(first[:, 0], 0.0)
     S = first[:, 1:]
-    # the centre from the buckets that hold users (the others add only noise)
-    occupied = N > OCCUPIED_SD * _noise_sd(plan.first)
-    if not occupied.any():
-        occupied[:] = True
-    center = np.clip(S[occupied].sum(axis=0) / max(N[occupied].sum(), 1.0), -1.0, 1.0)
+    center = np.clip(S.sum(axis=0) / n, -1.0, 1.0)  # (n is public)
     if spreads is None:
         return _equal(center, n, d)
     dev = np.abs(zc - center) / 2.0
@@ -404,7 +463,7 @@ def _equal(center, n, d):
 
 def _choose_weights(N, S, abs_dev, row_sd, center, n, sd1, sd2, noise_var):
     """The weights of every bucket and column from the released statistics
-    (post-processing), or ``None`` when nothing can be estimated."""
+    (post-processing), or ``None`` for equal weights."""
     inv_m = _bucket_inverse_rows()
     reps = 1.0 / inv_m
     occupied = N > OCCUPIED_SD * sd1
@@ -412,45 +471,43 @@ def _choose_weights(N, S, abs_dev, row_sd, center, n, sd1, sd2, noise_var):
         return None  # too few users with two or more rows, or one bucket
     c4 = np.where(reps > 1.5, _c4(np.maximum(reps, 2.0)), 0.0)
     c4_total = float(np.sum(N[1:] * c4[1:]))
-    d = center.shape[0]
-    wb = np.ones((N_BUCKETS, d))
+    B, d = N.shape[0], center.shape[0]
+    wb = np.ones((B, d))
     chosen = np.zeros(d, bool)
     share = N / max(N.sum(), 1.0)
-    No = np.where(occupied, N, 0.0)
-    n_occ = float(No.sum())
+    var_c = sd1 ** 2 * B / float(n) ** 2  # the centre's noise (all buckets' sums)
     for j in range(d):
         sigma = max(row_sd[j], 0.0) / c4_total
         target = max(abs_dev[j], 0.0) / n  # E|z − c|
-        means = np.where(occupied, S[:, j] / np.maximum(N, 1.0), center[j])
-        a = _variance_by_bucket(target, sigma, share, inv_m, means - center[j])
-        w = _capped_weights(a, No, noise_var)
-        if w is None:
+        offsets = np.where(occupied, S[:, j] / np.maximum(N, 1.0) - center[j], 0.0)
+        a = _variance_by_bucket(target, sigma, share, inv_m, offsets)
+        w = _capped_weights(a, N, noise_var)
+        if w is None or np.all(np.abs(w[occupied] - 1.0) < EQUAL_TOLERANCE):
             continue
-        # users of the buckets whose count is noise get weight 0 (z' = c):
-        # then W = Σ_b w_b N_b over the occupied buckets only, whose released
-        # counts are accurate
-        w = np.where(occupied, w, 0.0)
-        # predicted mean squared error about the mean of the users' means
-        W = float(No @ w)
-        var_w = (float(No @ (w * w * a)) + noise_var) / W ** 2
+        # predicted mean squared error about the mean of the users' means:
+        # sampling and noise of the weighted mean, plus the error of the map
+        # back, (θ_w − c)·(W̃ − W)/W, whose factors are the centre's noise
+        # (and its distance to θ_w) and the released counts' noise
+        W = float(N @ w)
+        theta_w = float(w @ S[:, j]) / W
+        var_w = (float(N @ (w * w * a)) + noise_var) / W ** 2
+        shift2 = var_c + (theta_w - center[j]) ** 2
+        var_w += shift2 * sd1 ** 2 * float(np.sum(w * w)) / W ** 2
         var_eq = (float(N @ a) + noise_var) / float(n) ** 2
-        # the buckets' means: do the row counts carry information? (only a
-        # difference beyond the noise and sampling counts as a bias)
-        Wo = float(No @ w)
-        theta_eq = float(S[occupied, j].sum()) / n_occ
-        theta_w = float((w * occupied) @ S[:, j]) / Wo
-        coef = np.where(occupied, w / Wo - 1.0 / n_occ, 0.0)
-        sd_diff = math.sqrt(float(No @ (coef * coef * a)) + float(np.sum(coef ** 2))
-                            * sd1 ** 2)
-        excess = max(abs(theta_w - theta_eq) - INFORMATIVE_SD * sd_diff, 0.0)
-        if excess > 0.0:
+        # do the row counts carry information about the users' means? Only a
+        # difference beyond the noise and the sampling counts
+        theta_eq = float(S[:, j].sum()) / n
+        coef = w / W - 1.0 / n
+        sd_diff = math.sqrt(float(N @ (coef * coef * a))
+                            + float(np.sum(coef * coef)) * sd1 ** 2)
+        if abs(theta_w - theta_eq) > INFORMATIVE_SD * sd_diff:
             continue  # informative row counts: keep the users' mean
         if var_w < var_eq:
             wb[:, j] = w
             chosen[j] = True
     if not chosen.any():
         return None
-    total = np.where(chosen, np.maximum(No @ wb, 1.0), float(n))
+    total = np.where(chosen, np.maximum(N @ wb, 1.0), float(n))
     return wb, total, chosen
 
 

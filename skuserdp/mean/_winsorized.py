@@ -1041,7 +1041,7 @@ class WinsorizedMeanEstimator(UserLevelMeanEstimator):
                  bounds_share=None, samples_per_user=None, sub_gaussian_sigma=None,
                  tau_share=0.1,
                  gamma=0.01, weighting="equal", estimand="user_mean",
-                 max_rows=None, weights_share=0.1, calibration="tight", random_state=None, n_jobs=None):
+                 max_rows=None, weights_share="auto", calibration="tight", random_state=None, n_jobs=None):
         self.epsilon = epsilon
         self.delta = delta
         self.weighting = weighting

@@ -105,9 +105,14 @@ max_rows : int, default=None
     Public cap on the rows a user counts for; required by
     ``estimand="row_mean"`` (not read from the data: that would make the
     estimand private).
-weights_share : float, default=0.1
+weights_share : "auto" or float, default="auto"
     Share of the budget (of ρ under zCDP accounting, of ε otherwise) spent
-    on the weights when ``weighting="auto"`` or ``estimand="row_mean"``.""",
+    on the weights when ``weighting="auto"`` or ``estimand="row_mean"``.
+    ``"auto"`` picks it from public values: the smallest of 0.1, 0.15, 0.2,
+    0.25, 0.3 at which the released row counts are precise to 1 % of the
+    users; when none is, ``weighting="auto"`` spends nothing and keeps equal
+    weights (``estimand="row_mean"`` takes 0.3). The share used is
+    ``weights_share_``.""",
     "bounds_share": """\
 bounds_share : float, default=None
     Share of the budget spent learning ``bounds="auto"``: of ρ when the
