@@ -243,6 +243,12 @@ BOX_PARAMS_DOC = """\
         from the number of users and columns (public): 0.05 to 0.5."""
 
 
+def estimand_params_doc(statistic):
+    """The docstring of ``estimand`` and ``max_rows``; ``statistic`` says
+    what the weight multiplies in this estimator (a sentence)."""
+    return ESTIMAND_PARAMS_DOC.replace("STATISTIC", statistic)
+
+
 ESTIMAND_PARAMS_DOC = """\
     estimand : {"user_mean", "row_mean"}, default="user_mean"
         What the fit estimates (see "Estimand: users or rows" in the Notes).
@@ -255,7 +261,7 @@ ESTIMAND_PARAMS_DOC = """\
         (rows weighted ``min(m_i, k)/m_i``; with ``k`` at least every
         user's row count, the ordinary row-level fit). The weights are at
         most 1 and applied before the clipping, so the replace-one
-        sensitivity and the privacy guarantee are unchanged.
+        sensitivity and the privacy guarantee are unchanged. STATISTIC
     max_rows : int >= 1 or None, default=None
         The public cap ``k`` of ``estimand="row_mean"`` (required there);
         choose it without looking at the data. Must be None with
@@ -278,10 +284,10 @@ ESTIMAND_NOTES_DOC = """\
     visits) and users are only the unit of privacy. Truncation bias: the
     ``"row_mean"`` estimand with cap ``k`` equals the row-level estimand
     only when no user has more than ``k`` rows, or when the number of rows
-    is unrelated to the user's data; a larger ``k`` is less biased but each
-    user's weight ``m_i/k`` of a light user is smaller, so its statistic
-    counts for less against the same noise. Privacy is unchanged: ``w_i <=
-    1`` is a function of user ``i``'s own data, applied before the per-user
+    is unrelated to the user's data. A larger ``k`` removes that bias, but
+    a light user's weight ``m_i/k`` shrinks, and with it the data term
+    against the same noise. Privacy is unchanged: ``w_i <= 1`` is a
+    function of user ``i``'s own data, applied before the per-user
     clipping, so no sensitivity, plan or calibration changes (the row counts
     are read for the weights only). With a penalty (``alpha``) the relative
     strength of the penalty changes: the data term is ``(1/n)Σ w_i L_i``,

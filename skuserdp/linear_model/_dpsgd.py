@@ -41,10 +41,10 @@ from ._base import (
     BOX_PARAMS_DOC,
     ESTIMAND_CONSTRAINTS,
     ESTIMAND_NOTES_DOC,
-    ESTIMAND_PARAMS_DOC,
     UserDPRegressorMixin,
     _UserDPLinearModel,
     check_estimand,
+    estimand_params_doc,
     project_rows,
     row_mean_weights,
     weighted_users_fn,
@@ -724,9 +724,10 @@ _COMMON_PARAMS = """\
         users at ε = 1, 180 at ε = 4) and that group's fit is lost in noise.
         ``"auto"`` refuses fewer than ``2·n_g`` users. Ignored with
         ``interval=None``.
-""" + ESTIMAND_PARAMS_DOC + """
-        Here the weight multiplies the user's average gradient (every
-        step, and at the starting point of ``clip_norm="auto"``).
+""" + estimand_params_doc(
+        "Here the weight\n"
+        "        multiplies the user's average gradient (every step, and at the\n"
+        "        starting point of ``clip_norm=\"auto\"``).") + """
     {random_state}
     {n_jobs}
     verbose : int, default=0
@@ -831,11 +832,13 @@ _NOTES = """\
     :func:`skuserdp.model_selection.select_model_privately` on held-out
     users.
 
-""" + ESTIMAND_NOTES_DOC + """ The groups interval covers the chosen
-    estimand (each group's fit weighs its users the same way). With
-    ``aggregator="winsorized"`` the concentration radius ``tau`` is about
-    the users' average gradients; the weights spread them further (privacy
-    is unaffected: the winsorization bounds every contribution)."""
+""" + ESTIMAND_NOTES_DOC + """
+
+    The groups interval covers the chosen estimand (each group's fit weighs
+    its users the same way). With ``aggregator="winsorized"`` the
+    concentration radius ``tau`` is about the users' average gradients; the
+    weights spread them further (privacy is unaffected: the winsorization
+    bounds every contribution)."""
 
 
 @fill_doc

@@ -130,11 +130,11 @@ from ._base import (
     BOX_PARAMS_DOC,
     ESTIMAND_CONSTRAINTS,
     ESTIMAND_NOTES_DOC,
-    ESTIMAND_PARAMS_DOC,
     UserDPRegressorMixin,
     _UserDPLinearModel,
     check_estimand,
     dask_user_columns,
+    estimand_params_doc,
     in_memory_user_columns,
     radial_clip_factors,
     row_mean_weights,
@@ -546,10 +546,11 @@ class UserDPLinearRegression(UserDPRegressorMixin, _UserDPLinearModel):
         ``"auto"`` is 0.05; ``0`` releases nothing, and :meth:`conf_int`
         then raises AttributeError.
     {calibration}
-""" + ESTIMAND_PARAMS_DOC + """
-        Here the weight multiplies the user's mean ``x̃x̃ᵀ`` and ``x̃y``
-        (with an intercept, the constant entry of ``S_u`` becomes ``w_u``
-        and is released with the rest, inside the clipped vector).
+""" + estimand_params_doc(
+        "Here the weight\n"
+        "        multiplies the user's mean ``x̃x̃ᵀ`` and ``x̃y`` (with an intercept,\n"
+        "        the constant entry of ``S_u`` becomes ``w_u`` and is released\n"
+        "        with the rest, inside the clipped vector).") + """
     {random_state}
     {n_jobs}
 

@@ -429,3 +429,41 @@ def test_audit_row_mean(leaky, xy_audited, monkeypatch):
                           epsilon_claimed=1.0, delta=1e-6, n_runs=AUDIT_RUNS,
                           random_state=0)
     assert res.violation == leaky, str(res)
+
+
+def test_linear_regression_row_mean_interval():
+    # the interval's scores use the same weighted statistics (the released
+    # constant entry w_u included): near the weighted least squares at a
+    # large ε, and conf_int covers it
+    X, y, codes, m = _panel(2000)
+    k = 5
+    ref = LinearRegression().fit(X, y, sample_weight=np.minimum(m, k) / m)
+    reg = UserDPLinearRegression(
+        epsilon=50.0, bounds=(-1.0, 1.0), target_bounds=(-3.0, 3.0), alpha=0.0,
+        clip_radius=RADIUS, estimand="row_mean", max_rows=k,
+        random_state=0).fit(X, y, groups=codes)
+    ci = reg.conf_int(0.01)
+    want = np.r_[ref.coef_, ref.intercept_]
+    assert np.all((ci[:, 0] < want) & (want < ci[:, 1])), (ci, want)
+    assert np.all(ci[:, 1] - ci[:, 0] < 0.5)
+
+
+@pytest.mark.parametrize("cls", [UserDPLinearRegression, UserDPSGDRegressor])
+def test_dask_row_mean_matches_memory(cls):
+    # the weights come from the gathered row counts: a user split over
+    # partitions gets the in-memory weight
+    da = pytest.importorskip("dask.array")
+    X, y, codes, _ = _panel(300)
+    kw = dict(epsilon=2.0, bounds=(-1, 1), target_bounds=(-3, 3),
+              estimand="row_mean", max_rows=5, random_state=0)
+    if cls is UserDPSGDRegressor:
+        kw["max_iter"] = 10
+    else:
+        kw["ci_share"] = 0.0
+    a = cls(**kw).fit(X, y, groups=codes)
+    chunks = X.shape[0] // 3 + 1  # users straddle the partitions
+    b = cls(**kw).fit(da.from_array(X, chunks=(chunks, 2)),
+                      da.from_array(y, chunks=chunks),
+                      groups=da.from_array(codes, chunks=chunks))
+    np.testing.assert_allclose(b.coef_, a.coef_, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(b.intercept_, a.intercept_, rtol=1e-9, atol=1e-12)
