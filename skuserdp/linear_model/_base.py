@@ -13,11 +13,13 @@ fitted model is mapped back to the units of ``X`` and ``y``.
 
 import math
 from dataclasses import dataclass
+from numbers import Integral
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.metrics import r2_score
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..base import (
@@ -37,7 +39,8 @@ from ..users._resolve import check_not_sparse, resolve_user_codes, warn_item_lev
 from ..utils._random import fit_random_state
 from ..utils._validation import check_bounds, check_targets, validate_rows
 
-__all__ = ["project_rows", "user_averaging_matrix"]
+__all__ = ["project_rows", "row_mean_weights", "user_averaging_matrix",
+           "weighted_users_fn"]
 
 
 def project_rows(X, bound):
@@ -86,6 +89,74 @@ def user_averaging_matrix(codes, n_users):
     n_rows = codes.shape[0]
     return sp.csr_array((1.0 / counts[codes], (codes, np.arange(n_rows))),
                         shape=(n_users, n_rows))
+
+
+#: the parameter constraints of the estimand (``estimand``, ``max_rows``)
+ESTIMAND_CONSTRAINTS = {
+    "estimand": [StrOptions({"user_mean", "row_mean"})],
+    "max_rows": [None, Interval(Integral, 1, None, closed="left")],
+}
+
+
+def check_estimand(estimator):
+    """The cross-parameter rule of ``estimand`` and ``max_rows`` (each is
+    validated on its own by :data:`ESTIMAND_CONSTRAINTS`): ``"row_mean"``
+    needs the public cap ``max_rows``; ``"user_mean"`` refuses one (it has
+    no effect there, and a silently ignored cap would hide a mistake)."""
+    name = type(estimator).__name__
+    if estimator.estimand == "row_mean" and estimator.max_rows is None:
+        raise ValueError(
+            f"{name}: estimand='row_mean' needs max_rows, the public cap k on "
+            "the rows a user counts for (an int >= 1, chosen without looking "
+            "at the data; a user with m rows gets weight min(m, k)/k).")
+    if estimator.estimand == "user_mean" and estimator.max_rows is not None:
+        raise ValueError(
+            f"{name}: max_rows={estimator.max_rows!r} only applies to "
+            "estimand='row_mean'; with estimand='user_mean' (every user "
+            "weighs the same) leave max_rows=None.")
+
+
+def row_mean_weights(counts, max_rows):
+    """Per-user weights ``w_i = min(m_i, k)/k`` of ``estimand="row_mean"``.
+
+    ``counts`` holds every user's row count ``m_i`` (private: user ``i``'s
+    weight is a function of user ``i``'s own data only) and ``max_rows``
+    the public cap ``k``. Every weight lies in ``[0, 1]`` (0 only for a
+    code without rows, whose statistics are zeros anyway).
+
+    Privacy: the weight multiplies the user's own statistic *before* the
+    estimator's per-user clipping, which bounds every user's contribution
+    whatever that user's data (weight included): the replace-one
+    sensitivity, hence every plan and its calibration, is unchanged. Since
+    ``w_i <= 1`` the weight never enlarges a contribution either, so the
+    public bounds of the unclipped statistics (gradient bound, second-moment
+    bounds) still hold.
+    """
+    counts = np.asarray(counts, dtype=np.float64)
+    k = float(max_rows)
+    return np.minimum(counts, k) / k
+
+
+def weighted_users_fn(for_users, weights):
+    """A ``for_users`` gradient function (see
+    :func:`skuserdp.linear_model._user_gradients.user_gradient_fn`) whose
+    user rows are multiplied by their ``weights`` (:func:`row_mean_weights`),
+    before the release clips them (the weighting is a per-user function of
+    the user's data; see :func:`row_mean_weights` for why the sensitivity is
+    unchanged)."""
+    weights = np.asarray(weights, dtype=np.float64)
+
+    def weighted_for_users(users=None):
+        inner = for_users(users)
+        w = (weights if users is None
+             else weights[np.asarray(users, dtype=np.intp)])[:, None]
+
+        def gradients(theta):
+            return inner(theta) * w
+
+        return gradients
+
+    return weighted_for_users
 
 
 @dataclass(frozen=True)
@@ -170,6 +241,58 @@ BOX_PARAMS_DOC = """\
         Share of the budget spent learning the ``"auto"`` boxes (of ρ when
         the fit is accounted in zCDP, of ε otherwise); ``None`` picks it
         from the number of users and columns (public): 0.05 to 0.5."""
+
+
+def estimand_params_doc(statistic):
+    """The docstring of ``estimand`` and ``max_rows``; ``statistic`` says
+    what the weight multiplies in this estimator (a sentence)."""
+    return ESTIMAND_PARAMS_DOC.replace("STATISTIC", statistic)
+
+
+ESTIMAND_PARAMS_DOC = """\
+    estimand : {"user_mean", "row_mean"}, default="user_mean"
+        What the fit estimates (see "Estimand: users or rows" in the Notes).
+        The unit of privacy is the user in both. ``"user_mean"``: every user
+        weighs the same -- the loss is the mean over users of each user's
+        mean row loss (rows weighted ``1/m_i``, ``m_i`` the user's rows).
+        ``"row_mean"``: the row-level loss with each user's contribution
+        capped at ``max_rows`` rows -- user ``i``'s mean statistic is
+        multiplied by ``w_i = min(m_i, k)/k`` before the per-user clipping
+        (rows weighted ``min(m_i, k)/m_i``; with ``k`` at least every
+        user's row count, the ordinary row-level fit). The weights are at
+        most 1 and applied before the clipping, so the replace-one
+        sensitivity and the privacy guarantee are unchanged. STATISTIC
+    max_rows : int >= 1 or None, default=None
+        The public cap ``k`` of ``estimand="row_mean"`` (required there);
+        choose it without looking at the data. Must be None with
+        ``estimand="user_mean"`` (a ValueError otherwise)."""
+
+
+ESTIMAND_NOTES_DOC = """\
+    **Estimand: users or rows.** ``estimand="user_mean"`` (the default)
+    fits the model of the *typical user*: the objective is
+    ``(1/n) Σ_i L_i(θ)`` with ``L_i`` user ``i``'s mean row loss, i.e. a
+    row-level fit with row weights ``1/m_i``. ``estimand="row_mean"`` with
+    cap ``k = max_rows`` fits the model of the *rows*, each user counting
+    for at most ``k`` of them: ``(1/n) Σ_i w_i L_i(θ) = (1/(nk)) Σ_i
+    min(m_i, k) L_i(θ)``, ``w_i = min(m_i, k)/k``, a row-level fit with row
+    weights ``min(m_i, k)/m_i`` (the Rao-Blackwellised form of truncating
+    every user to ``k`` random rows, as OpenDP and Tumult do: the same
+    estimand, less variance). Prefer ``"user_mean"`` when each user is one
+    unit of interest (a person, a firm) and heavy users should not dominate;
+    prefer ``"row_mean"`` when the rows are the population (transactions,
+    visits) and users are only the unit of privacy. Truncation bias: the
+    ``"row_mean"`` estimand with cap ``k`` equals the row-level estimand
+    only when no user has more than ``k`` rows, or when the number of rows
+    is unrelated to the user's data. A larger ``k`` removes that bias, but
+    a light user's weight ``m_i/k`` shrinks, and with it the data term
+    against the same noise. Privacy is unchanged: ``w_i <= 1`` is a
+    function of user ``i``'s own data, applied before the per-user
+    clipping, so no sensitivity, plan or calibration changes (the row counts
+    are read for the weights only). With a penalty (``alpha``) the relative
+    strength of the penalty changes: the data term is ``(1/n)Σ w_i L_i``,
+    whose scale is ``Σ w_i / n <= 1`` times that of ``"user_mean"``, so the
+    same ``alpha`` regularises ``n/Σ w_i`` times more strongly."""
 
 
 #: extra octaves of a learned box (:func:`skuserdp.mechanisms.plan_log_ranges`):

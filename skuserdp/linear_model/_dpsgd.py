@@ -39,9 +39,15 @@ from ..utils._random import fit_random_state, make_seed_sequence
 from ..utils._warnings import warn_at_caller
 from ._base import (
     BOX_PARAMS_DOC,
+    ESTIMAND_CONSTRAINTS,
+    ESTIMAND_NOTES_DOC,
     UserDPRegressorMixin,
     _UserDPLinearModel,
+    check_estimand,
+    estimand_params_doc,
     project_rows,
+    row_mean_weights,
+    weighted_users_fn,
 )
 from ._dpsgd_groups import auto_n_groups, group_assignment, groups_interval_state
 from ._losses import get_loss
@@ -130,7 +136,7 @@ def _features_only(fn, X, y):
 #: attributes of an ``interval="groups"`` fit (removed by a fit without)
 _GROUP_ATTRS = ("n_groups_", "group_estimators_", "_interval_state")
 
-#: estimand of the groups interval, per estimator
+#: estimand of the groups interval, per estimator (``estimand="user_mean"``)
 _ESTIMANDS = {
     "regressor": ("the coefficients the estimator converges to on a group of "
                   "n/K users: the population minimiser of the users' mean of "
@@ -143,6 +149,23 @@ _ESTIMANDS = {
                    "their average log loss (rows weighted 1/m_i), rows clipped "
                    "to their box, within the parameter ball, with the L2 "
                    "penalty alpha"),
+}
+
+#: the same with ``estimand="row_mean"`` (``{k}``: ``max_rows``)
+_ROW_MEAN_ESTIMANDS = {
+    "regressor": ("the coefficients the estimator converges to on a group of "
+                  "n/K users: the population minimiser of the users' mean of "
+                  "their average (squared or Huber) loss times min(m_i, k)/k "
+                  "(k = max_rows = {k}), i.e. the coefficients of the row-level "
+                  "model with each user capped at k rows (rows weighted "
+                  "min(m_i, k)/m_i) of the rows and targets clipped to their "
+                  "boxes, within the parameter ball, with the L2 penalty alpha"),
+    "classifier": ("the coefficients the estimator converges to on a group of "
+                   "n/K users: the population minimiser of the users' mean of "
+                   "their average log loss times min(m_i, k)/k (k = max_rows = "
+                   "{k}; rows weighted min(m_i, k)/m_i: the row-level model "
+                   "with each user capped at k rows), rows clipped to their "
+                   "box, within the parameter ball, with the L2 penalty alpha"),
 }
 
 
@@ -181,6 +204,7 @@ class _BaseUserDPSGD(_UserDPLinearModel):
         "standardize_share": [Interval(Real, 0, 1, closed="neither")],
         "interval": [None, StrOptions({"groups"})],
         "n_groups": [StrOptions({"auto"}), Interval(Integral, 2, None, closed="left")],
+        **ESTIMAND_CONSTRAINTS,
         "verbose": ["verbose"],
     }
 
@@ -279,7 +303,9 @@ class _BaseUserDPSGD(_UserDPLinearModel):
         rows = [np.ravel(f.coef_) for f in fits]
         if self.fit_intercept:
             rows = [np.r_[r, np.ravel(f.intercept_)] for r, f in zip(rows, fits)]
-        self._interval_state = groups_interval_state(np.stack(rows), _ESTIMANDS[kind])
+        self._interval_state = groups_interval_state(
+            np.stack(rows), _ESTIMANDS[kind] if self.estimand == "user_mean"
+            else _ROW_MEAN_ESTIMANDS[kind].format(k=self.max_rows))
 
     def _public_constants(self, loss, target_bound, row_bound):
         b = row_bound
@@ -482,6 +508,14 @@ class _BaseUserDPSGD(_UserDPLinearModel):
         clip = None if self.clip_norm == "auto" else float(self.clip_norm)
         lr = None if self.learning_rate == "auto" else float(self.learning_rate)
         users_fn = rows.gradient_fn(loss, n_outputs, _user_gradient_fn)
+        if self.estimand == "row_mean":
+            # w_u = min(m_u, k)/k <= 1 times user u's average gradient,
+            # BEFORE the release clips it (and before the private clip
+            # norm's median of the norms): the replace-one sensitivity is
+            # the clip's (or the winsorization's), unchanged -- no privacy
+            # quantity changes; the counts are read here only
+            users_fn = weighted_users_fn(
+                users_fn, row_mean_weights(rows.counts, self.max_rows))
         penalty = self._penalty_gradient(n_outputs, rows.n_features)
         theta0 = np.zeros(n_params)
         learn_clip = (clip is None and self.aggregator == "clip"
@@ -690,6 +724,10 @@ _COMMON_PARAMS = """\
         users at ε = 1, 180 at ε = 4) and that group's fit is lost in noise.
         ``"auto"`` refuses fewer than ``2·n_g`` users. Ignored with
         ``interval=None``.
+""" + estimand_params_doc(
+        "Here the weight\n"
+        "        multiplies the user's average gradient (every step, and at the\n"
+        "        starting point of ``clip_norm=\"auto\"``).") + """
     {random_state}
     {n_jobs}
     verbose : int, default=0
@@ -792,7 +830,15 @@ _NOTES = """\
     Repeated fits on the same users (grid search, cross-validation) compose:
     their privacy losses add up. To choose hyper-parameters privately use
     :func:`skuserdp.model_selection.select_model_privately` on held-out
-    users."""
+    users.
+
+""" + ESTIMAND_NOTES_DOC + """
+
+    The groups interval covers the chosen estimand (each group's fit weighs
+    its users the same way). With ``aggregator="winsorized"`` the
+    concentration radius ``tau`` is about the users' average gradients; the
+    weights spread them further (privacy is unaffected: the winsorization
+    bounds every contribution)."""
 
 
 @fill_doc
@@ -869,7 +915,8 @@ class UserDPSGDRegressor(UserDPRegressorMixin, _BaseUserDPSGD):
                  learning_rate="auto", sampling_rate=None, tau="auto",
                  samples_per_user=None, gamma=0.01, standardize="auto",
                  standardize_share=0.2, calibration="tight", interval=None,
-                 n_groups="auto", random_state=None, n_jobs=None, verbose=0):
+                 n_groups="auto", estimand="user_mean", max_rows=None,
+                 random_state=None, n_jobs=None, verbose=0):
         self.epsilon = epsilon
         self.delta = delta
         self.loss = loss
@@ -894,6 +941,8 @@ class UserDPSGDRegressor(UserDPRegressorMixin, _BaseUserDPSGD):
         self.calibration = calibration
         self.interval = interval
         self.n_groups = n_groups
+        self.estimand = estimand
+        self.max_rows = max_rows
         self.random_state = random_state
         self.n_jobs = n_jobs
         self.verbose = verbose
@@ -915,6 +964,7 @@ class UserDPSGDRegressor(UserDPRegressorMixin, _BaseUserDPSGD):
             The fitted estimator.
         """
         with quiet_floating_point():  # no warning may depend on the data
+            check_estimand(self)
             X, groups = split_groups_column(X, groups)  # groups='column name'
             if self.interval == "groups":
                 fits = self._fit_groups(X, y, groups, y_numeric=True)
@@ -1005,7 +1055,8 @@ class UserDPSGDClassifier(ClassifierMixin, _BaseUserDPSGD):
                  learning_rate="auto", sampling_rate=None, tau="auto",
                  samples_per_user=None, gamma=0.01, standardize="auto",
                  standardize_share=0.2, calibration="tight", interval=None,
-                 n_groups="auto", random_state=None, n_jobs=None, verbose=0):
+                 n_groups="auto", estimand="user_mean", max_rows=None,
+                 random_state=None, n_jobs=None, verbose=0):
         self.epsilon = epsilon
         self.delta = delta
         self.classes = classes
@@ -1028,6 +1079,8 @@ class UserDPSGDClassifier(ClassifierMixin, _BaseUserDPSGD):
         self.calibration = calibration
         self.interval = interval
         self.n_groups = n_groups
+        self.estimand = estimand
+        self.max_rows = max_rows
         self.random_state = random_state
         self.n_jobs = n_jobs
         self.verbose = verbose
@@ -1071,6 +1124,7 @@ class UserDPSGDClassifier(ClassifierMixin, _BaseUserDPSGD):
             The fitted estimator.
         """
         with quiet_floating_point():  # no warning may depend on the data
+            check_estimand(self)
             X, groups = split_groups_column(X, groups)  # groups='column name'
             if self.interval == "groups":
                 fits = self._fit_groups(X, y, groups, y_numeric=False)

@@ -54,6 +54,14 @@ c. ``α = max(0, σ√(2p) − λ̃)``: never more than the fixed ridge ``σ√(
 
 The spend is the composition of the two releases (zCDP, or pure ε).
 
+``estimand="row_mean"`` (cap ``k = max_rows``): before step 3 every user's
+``v_u`` is multiplied by ``w_u = min(m_u, k)/k`` (its row count ``m_u``;
+:func:`skuserdp.linear_model._base.row_mean_weights`), and with an intercept
+the constant entry of ``S_u``, now ``w_u``, is released inside ``v_u``
+instead of being kept at 1. ``w_u <= 1`` and the clip comes after it, so the
+bounds of step 2, the clip and every sensitivity are unchanged; the solve is
+weighted least squares with row weights ``min(m_u, k)/m_u``.
+
 Confidence intervals (``ci_share > 0``, :mod:`._regression_intervals`):
 ``ci_share`` of the budget is taken first (of ρ under zCDP accounting, of
 ε otherwise); after the fit, a private scale of the users' scores
@@ -120,11 +128,16 @@ from ._regression_intervals import (
 )
 from ._base import (
     BOX_PARAMS_DOC,
+    ESTIMAND_CONSTRAINTS,
+    ESTIMAND_NOTES_DOC,
     UserDPRegressorMixin,
     _UserDPLinearModel,
+    check_estimand,
     dask_user_columns,
+    estimand_params_doc,
     in_memory_user_columns,
     radial_clip_factors,
+    row_mean_weights,
 )
 
 __all__ = ["UserDPLinearRegression"]
@@ -533,6 +546,11 @@ class UserDPLinearRegression(UserDPRegressorMixin, _UserDPLinearModel):
         ``"auto"`` is 0.05; ``0`` releases nothing, and :meth:`conf_int`
         then raises AttributeError.
     {calibration}
+""" + estimand_params_doc(
+        "Here the weight\n"
+        "        multiplies the user's mean ``x̃x̃ᵀ`` and ``x̃y`` (with an intercept,\n"
+        "        the constant entry of ``S_u`` becomes ``w_u`` and is released\n"
+        "        with the rest, inside the clipped vector).") + """
     {random_state}
     {n_jobs}
 
@@ -576,13 +594,17 @@ class UserDPLinearRegression(UserDPRegressorMixin, _UserDPLinearModel):
     boxes ``bounds``/``target_bounds`` (declared or learned privately);
     fitting a scaler on the private data is itself a leak.
 
+""" + ESTIMAND_NOTES_DOC + """
+
     **Confidence intervals.** :meth:`conf_int` (one row per entry of
     ``coef_``, then ``"intercept"``) covers the population coefficients of
     the per-user-mean-weighted least-squares problem: the ``β`` solving
     ``E[A_i] β = E[b_i]`` over the population of users, with ``A_i`` and
     ``b_i`` user ``i``'s mean ``x̃x̃ᵀ`` and ``x̃y`` -- equivalently, weighted
     least squares with row weights ``1/m_i`` (``m_i`` the user's rows),
-    clustered by user -- *in the boxes and clipping the estimator uses*:
+    clustered by user; with ``estimand="row_mean"``, ``A_i`` and ``b_i``
+    are multiplied by ``w_i = min(m_i, k)/k`` (row weights
+    ``min(m_i, k)/m_i``) -- *in the boxes and clipping the estimator uses*:
     rows and targets clipped to ``bounds``/``target_bounds`` and the users'
     statistics clipped to ``clip_radius_`` (``E[c_i A_i]β = E[c_i b_i]``,
     ``c_i`` the clip factor, the intercept's constant entry unclipped). It
@@ -639,16 +661,20 @@ class UserDPLinearRegression(UserDPRegressorMixin, _UserDPLinearModel):
         "target_bounds": [StrOptions({"auto"}), "array-like"],
         "clip_radius": [StrOptions({"auto"}),
                         Interval(Real, 0, None, closed="neither")],
+        **ESTIMAND_CONSTRAINTS,
         **CI_CONSTRAINTS,
     }
 
     def __init__(self, epsilon=1.0, delta=1e-6, *, alpha="auto", fit_intercept=True,
                  bounds="auto", bounds_share=None, target_bounds="auto",
                  clip_radius="auto", ci_share=0.05, calibration="tight",
-                 random_state=None, n_jobs=None):
+                 estimand="user_mean", max_rows=None, random_state=None,
+                 n_jobs=None):
         self.epsilon = epsilon
         self.delta = delta
         self.alpha = alpha
+        self.estimand = estimand
+        self.max_rows = max_rows
         self.ci_share = ci_share
         self.fit_intercept = fit_intercept
         self.bounds = bounds
@@ -659,9 +685,18 @@ class UserDPLinearRegression(UserDPRegressorMixin, _UserDPLinearModel):
         self.random_state = random_state
         self.n_jobs = n_jobs
 
+    @property
+    def _drop_constant(self):
+        """Whether the intercept's constant entry of ``S_u`` is left out of
+        the release (kept at 1): with ``estimand="user_mean"`` and an
+        intercept. With ``"row_mean"`` that entry is the user's weight
+        ``w_u`` (private), so it is released with the rest, inside the
+        clipped vector."""
+        return bool(self.fit_intercept) and self.estimand == "user_mean"
+
     def _max_radius(self):
         b2 = self._row_bound ** 2
-        return math.sqrt(b2 * b2 - (1.0 if self.fit_intercept else 0.0)
+        return math.sqrt(b2 * b2 - (1.0 if self._drop_constant else 0.0)
                          + b2)  # targets in box units: |y| <= 1
 
     def _user_statistics(self, box):
@@ -669,7 +704,7 @@ class UserDPLinearRegression(UserDPRegressorMixin, _UserDPLinearModel):
         units of ``box``, as a function ``(X, y, codes, n_users) -> V``
         computed chunk by chunk from ``X`` (never copied whole)."""
         return partial(_streamed_statistics,
-                       drop_last_diagonal=bool(self.fit_intercept),
+                       drop_last_diagonal=self._drop_constant,
                        feature_bound=self._feature_bound,
                        intercept=bool(self.fit_intercept), box=box)
 
@@ -690,6 +725,7 @@ class UserDPLinearRegression(UserDPRegressorMixin, _UserDPLinearModel):
             The fitted estimator.
         """
         with quiet_floating_point():  # no warning may depend on the data
+            check_estimand(self)
             X, groups = split_groups_column(X, groups)  # groups='column name'
             if any(is_dask_collection(v) for v in (X, y, groups)):
                 # one pass over the partitions per table (the users' means for a
@@ -702,14 +738,15 @@ class UserDPLinearRegression(UserDPRegressorMixin, _UserDPLinearModel):
                 def user_statistics(box):
                     _, V, counts = panel.user_statistics(self._user_statistics(box))
                     check_min_users(self, V.shape[0], int(counts.sum()))
-                    return V
+                    return V, counts
             else:
                 X, y, codes, n_users = self._validate_supervised(X, y, groups)
                 n_features = X.shape[1]
                 user_columns = in_memory_user_columns(X, y, codes, n_users)
 
                 def user_statistics(box):
-                    return self._user_statistics(box)(X, y, codes, n_users)
+                    return (self._user_statistics(box)(X, y, codes, n_users),
+                            np.bincount(codes, minlength=n_users))
             p = n_features + (1 if self.fit_intercept else 0)
             if p > MAX_PARAMS:
                 raise ValueError(
@@ -719,12 +756,19 @@ class UserDPLinearRegression(UserDPRegressorMixin, _UserDPLinearModel):
                     f"{MAX_PARAMS}), and the noise would swamp them. Use "
                     "UserDPSGDRegressor for many features."
                 )
-            drop = bool(self.fit_intercept)
+            drop = self._drop_constant
             n_stats = p * (p + 3) // 2 - (1 if drop else 0)
             scale, box_loss, epsilon, seed = self._public_scale(
                 n_features, user_columns, target_bounds=self.target_bounds)
             self._record_scale(scale)
-            V = user_statistics(scale)
+            V, counts = user_statistics(scale)
+            if self.estimand == "row_mean":
+                # w_u = min(m_u, k)/k <= 1 times user u's mean statistics,
+                # BEFORE the release clips them: the replace-one sensitivity
+                # is the clip's, unchanged (no privacy quantity changes);
+                # the counts are read here only
+                V *= row_mean_weights(counts, self.max_rows)[:, None]
+            del counts
             n_users = V.shape[0]
             if self.clip_radius != "auto":
                 radius = float(self.clip_radius)
@@ -811,7 +855,7 @@ class UserDPLinearRegression(UserDPRegressorMixin, _UserDPLinearModel):
         releases' loss."""
         ci_budget, seed_ci = ci
         seed_q, seed_meat, seed_boot = make_seed_sequence(seed_ci).spawn(3)
-        drop = bool(self.fit_intercept)
+        drop = self._drop_constant
         p = w.shape[0]
         n_users = V.shape[0]
         G = user_scores(V, w, clip_radius=plan.ball, norm=plan.norm,
@@ -834,7 +878,7 @@ class UserDPLinearRegression(UserDPRegressorMixin, _UserDPLinearModel):
 
         def to_natural(W):
             coef, intercept = scale.unscale(*self._set_coef(np.atleast_2d(W)))
-            return np.column_stack([coef, intercept]) if drop else coef
+            return np.column_stack([coef, intercept]) if self.fit_intercept else coef
 
         estimate = to_natural(w)[0]
         if p > BOOTSTRAP_MAX_PARAMS:
@@ -866,8 +910,10 @@ class UserDPLinearRegression(UserDPRegressorMixin, _UserDPLinearModel):
                          "statistics norms: the users above it are down-weighted")
         if not parts:
             return ""
+        weighted = ("per-user-mean-weighted" if self.estimand == "user_mean" else
+                    f"row-level (capped at max_rows={self.max_rows} rows per user)")
         return ("the interval covers the coefficients of the clipped problem, not "
-                "of the per-user-mean-weighted population problem (" + "; ".join(parts)
+                f"of the {weighted} population problem (" + "; ".join(parts)
                 + "). Declare bounds, target_bounds and a clip_radius at least the "
                 "largest norm of a user's statistics to cover the latter.")
 
@@ -922,7 +968,7 @@ class UserDPLinearRegression(UserDPRegressorMixin, _UserDPLinearModel):
         eig_plan = plan_min_eigenvalue(n_users, p, budget=eig_budget,
                                        row_bound=self._row_bound,
                                        clip_radius=plan.ball,
-                                       intercept=bool(self.fit_intercept))
+                                       intercept=self._drop_constant)
         eps_spent, delta_spent, _ = report_spend(compose(eig_plan.loss, plan.loss),
                                                  self.delta)
         if eps_spent > epsilon or delta_spent > self.delta:

@@ -55,6 +55,12 @@ class InMemoryRows:
     def n_features(self):
         return self.X.shape[1]
 
+    @property
+    def counts(self):
+        """Rows per user (private: read only for ``estimand="row_mean"``'s
+        per-user weights)."""
+        return np.bincount(self.codes, minlength=self.n_users)
+
     def map(self, fn):
         X, y = fn(self.X, self.y)
         return InMemoryRows(X, y, self.codes, self.n_users)
