@@ -80,7 +80,7 @@ def part_a(reps, eps, n=2000, m_grid=(2, 8, 32, 128, 512)):
         rows.append(dict(m_big=m_big, reps=reps, epsilon=eps, **rmse,
                          ratio_truncated=rmse["weighted"] / rmse["truncated"],
                          ratio_big_only=rmse["weighted"] / rmse["big_only"]))
-        print(f"A m_big={m_big:4d} weighted {rmse['weighted']:.5f} equal "
+        print(f"A ε={eps:g} m_big={m_big:4d} weighted {rmse['weighted']:.5f} equal "
               f"{rmse['equal']:.5f} truncated {rmse['truncated']:.5f} big-only "
               f"{rmse['big_only']:.5f}  ×trunc {rows[-1]['ratio_truncated']:.2f} "
               f"×big {rows[-1]['ratio_big_only']:.2f}", flush=True)
@@ -88,7 +88,7 @@ def part_a(reps, eps, n=2000, m_grid=(2, 8, 32, 128, 512)):
     lm = np.log([r["m_big"] for r in sel])
     slopes = {k: float(np.polyfit(lm, np.log([r[k] for r in sel]), 1)[0])
               for k in ("weighted", "equal", "big_only")}
-    print("A slopes (m_big ≥ 8):", {k: round(v, 3) for k, v in slopes.items()})
+    print(f"A ε={eps:g} slopes (m_big ≥ 8):", {k: round(v, 3) for k, v in slopes.items()})
     return dict(rows=rows, slopes=slopes)
 
 
@@ -132,7 +132,14 @@ def part_b(eps=1000.0, seeds=3):
     return out
 
 
-def part_c(reps, eps=1.0):
+def part_c(reps, eps_list=(1.0, 4.0, 16.0)):
+    out = []
+    for eps in eps_list:
+        out += _part_c(reps, eps)
+    return out
+
+
+def _part_c(reps, eps):
     out = []
     for name in PANELS:
         cb, X, g, lo, hi = _panel(name)
@@ -167,13 +174,13 @@ def part_c(reps, eps=1.0):
         se = diff.std(0, ddof=1) / np.sqrt(reps) / (2 * np.maximum(re_, 1e-300))
         worse = (rw - re_) / np.maximum(se, 1e-300)
         spread = float(np.quantile(counts, 0.9) / max(np.quantile(counts, 0.1), 1))
-        out.append(dict(panel=name, users=int(n), rows_p90_over_p10=spread,
+        out.append(dict(panel=name, epsilon=eps, users=int(n), rows_p90_over_p10=spread,
                         weighted_share=float(np.mean([k != "equal" for k in kinds])),
                         columns={c: dict(weighted=float(a), equal=float(b),
                                          se=float(s), z=float(z))
                                  for c, a, b, s, z in zip(cb["columns"], rw, re_, se,
                                                           worse)}))
-        print(f"C {name:26s} users {n:5d} rows p90/p10 {spread:5.1f} weighted in "
+        print(f"C ε={eps:g} {name:26s} users {n:5d} rows p90/p10 {spread:5.1f} weighted in "
               f"{out[-1]['weighted_share'] * 100:3.0f} % of fits; "
               f"ratio w/e per column {np.round(rw / re_, 3).tolist()}; worst "
               f"(w − e)/se {worse.max():+.2f}", flush=True)
@@ -184,19 +191,19 @@ def main(argv=None):
     p = argparse.ArgumentParser()
     p.add_argument("--quick", action="store_true")
     p.add_argument("--reps", type=int, default=200)
-    p.add_argument("--eps-a", type=float, default=4.0)
+    p.add_argument("--eps-a", type=float, nargs="+", default=[1.0, 4.0, 16.0])
     p.add_argument("--parts", default="abc")
     a = p.parse_args(argv)
     reps = 5 if a.quick else a.reps
     t0 = time.time()
     res = {}
     if "a" in a.parts:
-        res["a"] = part_a(reps, a.eps_a,
-                          m_grid=(2, 32, 512) if a.quick else (2, 8, 32, 128, 512))
+        res["a"] = [part_a(reps, eps, m_grid=(2, 32, 512) if a.quick
+                           else (2, 8, 32, 128, 512)) for eps in a.eps_a]
     if "b" in a.parts:
         res["b"] = part_b(seeds=2 if a.quick else reps)
     if "c" in a.parts:
-        res["c"] = part_c(3 if a.quick else reps)
+        res["c"] = part_c(3 if a.quick else reps, (1.0,) if a.quick else (1.0, 4.0, 16.0))
     res["seconds"] = time.time() - t0
     if not a.quick:
         RESULTS.mkdir(exist_ok=True)

@@ -37,7 +37,7 @@ import numpy as np
 
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ..base import WEIGHT_CONSTRAINTS, BOUNDS_CONSTRAINTS, CI_CONSTRAINTS
+from ..base import BOUNDS_CONSTRAINTS, CI_CONSTRAINTS, WEIGHT_CONSTRAINTS
 from ..privacy import ZCDP, zcdp_rho_for
 from ..utils._docstrings import fill_doc
 from ..utils._validation import check_center
@@ -110,7 +110,7 @@ def coinpress_shrink_ratio(n_users, n_features, epsilon, delta):
 
 def choose_mean_method(n_users, n_features, epsilon, delta, *, bounds=None,
                        radius=None, center=None, samples_per_user=None,
-                       moment_order=None, moment_bound=None):
+                       moment_order=None, moment_bound=None, weighted=False):
     """The estimator ``method="auto"`` picks, from public values only.
 
     Parameters
@@ -133,6 +133,11 @@ def choose_mean_method(n_users, n_features, epsilon, delta, *, bounds=None,
         Declared moment order ``k`` of the rows.
     moment_bound : float or None, default=None
         Declared bound ``M`` on the ``k``-th moment.
+    weighted : bool, default=False
+        Whether the fit weighs users by their row counts
+        (``weighting="auto"`` or ``estimand="row_mean"``): the weights'
+        statistics live in the box, so with a box the few-users estimator
+        (which has none) is not chosen.
 
     Returns
     -------
@@ -176,7 +181,11 @@ def choose_mean_method(n_users, n_features, epsilon, delta, *, bounds=None,
     if radius is not None and (bound is None or few):
         if center is not None:
             return "clip_noise", size + "; a clipping ball is declared"
-        return "few_users", size + "; a radius without a location is declared"
+        if not (weighted and bound is not None):
+            return "few_users", size + "; a radius without a location is declared"
+        return "column_scaled", (size + "; but the users are weighted by their "
+                                 "row counts, whose statistics need the box "
+                                 "(the few-users estimator has none)")
     if radius is not None and center is not None and _ball_beats_box(
             radius, bound, n_features):
         return "clip_noise", (size + "; the declared clipping ball is smaller than "
@@ -322,7 +331,8 @@ class UserMeanEstimator(UserLevelMeanEstimator):
                  bounds_share=None, radius=None, center=None, samples_per_user=None,
                  moment_order=None, moment_bound=None, corrupted_fraction=0.0,
                  ci_share="auto", weighting="equal", estimand="user_mean",
-                 max_rows=None, weights_share="auto", calibration="tight", random_state=None, n_jobs=None):
+                 max_rows=None, weights_share="auto", calibration="tight",
+                 random_state=None, n_jobs=None):
         self.epsilon = epsilon
         self.delta = delta
         self.weighting = weighting
@@ -367,6 +377,9 @@ class UserMeanEstimator(UserLevelMeanEstimator):
             kw = dict(moment_order=self.moment_order or 2.0,
                       moment_bound=self.moment_bound,
                       samples_per_user=self.samples_per_user or 1)
+        if "weighting" in _METHODS[name]._parameter_constraints:
+            kw.update(weighting=self.weighting, estimand=self.estimand,
+                      max_rows=self.max_rows, weights_share=self.weights_share)
         if "ci_share" in _METHODS[name]._parameter_constraints:
             # the delegate reports the interval this fit's ci_share released
             kw["ci_share"] = self.ci_share
@@ -383,7 +396,8 @@ class UserMeanEstimator(UserLevelMeanEstimator):
                 n_users, n_features, self.epsilon, self.delta, bounds=self.bounds,
                 radius=self.radius, center=self.center,
                 samples_per_user=self.samples_per_user,
-                moment_order=self.moment_order, moment_bound=self.moment_bound)
+                moment_order=self.moment_order, moment_bound=self.moment_bound,
+                weighted=self.weighting == "auto" or self.estimand == "row_mean")
         else:
             method, reason = self.method, "chosen by the user"
         self._delegate_, self._method, self._reason = (self._delegate(method), method,
@@ -406,6 +420,13 @@ class UserMeanEstimator(UserLevelMeanEstimator):
         # the delegate reports the whole fit too: its spend and its interval
         est = self.estimator_
         est._set_spend(loss)
+        # the whole fit's estimate (mapped back from the weighted users when
+        # the users were weighted) and its weighting
+        est.mean_ = self.mean_
+        for name in ("weighting_", "weights_share_", "weighting_reason_",
+                     "bucket_weights_", "weighting_status_"):
+            if name in self.__dict__:
+                setattr(est, name, getattr(self, name))
         est._interval_state = self._interval_state
         if hasattr(self, "ci_share_"):
             est.ci_share_ = self.ci_share_

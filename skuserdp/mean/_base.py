@@ -227,18 +227,29 @@ class UserLevelMeanEstimator(ConfidenceIntervalMixin, UserLevelMixin, BaseEstima
             U, n_users, counts, rows, codes = fit_user_table(self, X, y, groups)
             budget = self._resolve_bounds(U)
             budget, ci_budget = self._split_interval_budget(budget, *U.shape)
+            before = budget
             budget, wt_budget = self._split_weights_budget(budget, *U.shape,
                                                            has_rows=rows is not None)
             scale = (budget.half_width if budget.lower is not None
                      and self._scales_box() else None)
+            weights, wt_loss = None, None
+            if wt_budget is not None:
+                share = self.weights_share_
+                weights, wt_loss, counts_only = self._release_weights(
+                    U, counts, rows, codes, budget, wt_budget, scaled=scale is not None)
+                if counts_only:
+                    # only the row counts were released: the rest of the
+                    # weights' share goes back to the estimate (public: the
+                    # same split with the counts' share; the same seeds)
+                    from ._weights import COUNTS_SHARE
+
+                    budget = self._split_share(before, share * COUNTS_SHARE,
+                                               wt_budget[3])[0]
             if scale is None:
                 W, working = U, budget
             else:
                 W, working = self._scaled_user_means(U, budget)
-            weights, wt_loss = None, None
-            if wt_budget is not None:
-                weights, wt_loss = self._release_weights(
-                    U, counts, rows, codes, budget, wt_budget, scaled=scale is not None)
+            if weights is not None:
                 W = weights.transform(W, counts)
             mean_w, loss = self._fit_user_means(W, working)
             delta = budget.total_delta or self.delta
@@ -336,6 +347,11 @@ class UserLevelMeanEstimator(ConfidenceIntervalMixin, UserLevelMixin, BaseEstima
                     "estimand='row_mean' needs max_rows, the public cap on the rows "
                     "a user counts for (not read from the data: the estimand would "
                     "then be private).")
+            if budget.lower is None:
+                raise ValueError(
+                    f"{type(self).__name__}: estimand='row_mean' needs the box of the "
+                    "users' means (bounds=, declared or 'auto'): its weighted total "
+                    "is released within it. This configuration uses none.")
             return "row_mean" if self.max_rows > 1 else None
         if self.max_rows is not None:
             raise ValueError(
@@ -359,7 +375,7 @@ class UserLevelMeanEstimator(ConfidenceIntervalMixin, UserLevelMixin, BaseEstima
         """Take the weights' share off the estimator's budget (public values):
         like the interval's (:meth:`_split_interval_budget`). Returns the
         estimator's budget and ``(kind, budget, seed)`` or ``None``."""
-        for name in ("weighting_reason_", "bucket_weights_"):
+        for name in ("weighting_reason_", "bucket_weights_", "weighting_status_"):
             self.__dict__.pop(name, None)
         kind = self._weights_kind(budget, has_rows)
         if "weighting" in self._parameter_constraints:
@@ -390,7 +406,7 @@ class UserLevelMeanEstimator(ConfidenceIntervalMixin, UserLevelMixin, BaseEstima
                 f"epsilon={self.epsilon!r} is too small for delta={self.delta!r} to "
                 "split off the weights' share in zCDP")
             return budget, None
-        return rest, (kind,) + part
+        return rest, (kind,) + part + (zcdp,)
 
     def _split_share(self, budget, share, zcdp):
         """``(rest, (part_budget, seed))``: ``share`` of ρ (zCDP) or of ε (pure
@@ -414,9 +430,14 @@ class UserLevelMeanEstimator(ConfidenceIntervalMixin, UserLevelMixin, BaseEstima
         """The weights' releases (:mod:`skuserdp.mean._weights`) on the users'
         means in the box's scaled coordinates; the weights in the coordinates
         the estimator runs in and their privacy loss."""
-        from ._weights import plan_weights, release_user_weights, user_row_spreads
+        from ._weights import (
+            COUNTS_SHARE,
+            plan_weights,
+            release_user_weights,
+            user_row_spreads,
+        )
 
-        kind, wt_budget, seed = wt
+        kind, wt_budget, seed, _ = wt
         n, d = U.shape
         mid, half = budget.midpoint, budget.half_width
         Z = np.clip((U - mid) / half, -1.0, 1.0)
@@ -427,17 +448,31 @@ class UserLevelMeanEstimator(ConfidenceIntervalMixin, UserLevelMixin, BaseEstima
         plan = plan_weights(n, d, wt_budget, estimate_budget=estimate,
                             estimand="row_mean" if kind == "row_mean" else "user_mean",
                             max_rows=self.max_rows, calibration=self.calibration)
-        weights = release_user_weights(Z, counts, spreads, plan, seed)
+        weights, counts_only = release_user_weights(Z, counts, spreads, plan, seed)
         self.weighting_ = {"auto": "inverse_variance"}.get(weights.kind, weights.kind)
-        if weights.kind == "equal":
+        if counts_only:
+            self.weights_share_ *= COUNTS_SHARE
             self.weighting_reason_ = (
-                "the released statistics predicted no gain from weighting (or "
-                "found the row counts related to the users' means) in every column")
+                "the released row counts show (nearly) all users in one bucket of "
+                "row counts, or too few with two rows or more: nothing to weight "
+                "(only the counts were spent)")
+            return weights, plan.counts.loss, True
+        if weights.kind == "auto" or weights.status:
+            self.weighting_status_ = np.array(weights.status, dtype=object)
+        if weights.kind == "equal":
+            kinds = set(weights.status)
+            self.weighting_reason_ = (
+                "in every column the released statistics "
+                + " or ".join(
+                    {"informative": "showed the row counts related to the users' "
+                                    "means (weighting would change the estimand)",
+                     "no gain": "predicted no gain from weighting",
+                     "equal": "gave (nearly) equal weights"}[k] for k in sorted(kinds)))
         if weights.kind == "auto":
             self.bucket_weights_ = weights.bucket_weights
         if not scaled:  # the estimator runs in the units of X
             weights = dataclasses.replace(weights, center=mid + half * weights.center)
-        return weights, plan.loss
+        return weights, plan.loss, False
 
     def _offers_interval(self):
         """Whether this configuration can release a confidence interval."""

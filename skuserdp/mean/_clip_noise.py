@@ -389,9 +389,9 @@ class ClipNoiseMeanEstimator(UserLevelMeanEstimator):
     }
 
     def __init__(self, epsilon=1.0, delta=1e-6, *, bounds="auto", bounds_share=None,
-                 radius=None, center=None, ci_share="auto", weighting="equal", estimand="user_mean",
-                 max_rows=None, weights_share="auto", calibration="tight",
-                 random_state=None, n_jobs=None):
+                 radius=None, center=None, ci_share="auto", weighting="equal",
+                 estimand="user_mean", max_rows=None, weights_share="auto",
+                 calibration="tight", random_state=None, n_jobs=None):
         self.epsilon = epsilon
         self.delta = delta
         self.weighting = weighting

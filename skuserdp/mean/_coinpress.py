@@ -59,7 +59,7 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ..base import WEIGHT_CONSTRAINTS, BOUNDS_CONSTRAINTS, CI_CONSTRAINTS
+from ..base import BOUNDS_CONSTRAINTS, CI_CONSTRAINTS, WEIGHT_CONSTRAINTS
 from ..mechanisms._top_bin import top_bin_edge
 from ..privacy import ZCDP, compose, split_zcdp_shares, zcdp_rho_for
 from ..utils._docstrings import fill_doc
@@ -709,8 +709,8 @@ class CoinPressMeanEstimator(UserLevelMeanEstimator):
                  radius=None, n_steps="auto", final_share=0.75, spread_share=0.3,
                  scale_factor=1.2, final_scale_factor=None, top_bin_share=0.2,
                  beta=0.01, ci_share="auto", weighting="equal", estimand="user_mean",
-                 max_rows=None, weights_share="auto", calibration="tight", random_state=None,
-                 n_jobs=None):
+                 max_rows=None, weights_share="auto", calibration="tight",
+                 random_state=None, n_jobs=None):
         self.epsilon = epsilon
         self.delta = delta
         self.weighting = weighting

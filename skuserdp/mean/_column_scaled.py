@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.utils._param_validation import StrOptions
 
-from ..base import WEIGHT_CONSTRAINTS, BOUNDS_CONSTRAINTS, CI_CONSTRAINTS
+from ..base import BOUNDS_CONSTRAINTS, CI_CONSTRAINTS, WEIGHT_CONSTRAINTS
 from ..exceptions import AccuracyWarning
 from ..mechanisms import add_noise, calibrate_noise
 from ..privacy import (
@@ -176,9 +176,9 @@ class ColumnScaledMeanEstimator(UserLevelMeanEstimator):
     }
 
     def __init__(self, epsilon=1.0, delta=1e-6, *, bounds="auto", bounds_share=None,
-                 check_clipping=True, noise="auto", ci_share="auto",
-                 weighting="equal", estimand="user_mean",
-                 max_rows=None, weights_share="auto", calibration="tight", random_state=None, n_jobs=None):
+                 check_clipping=True, noise="auto", ci_share="auto", weighting="equal",
+                 estimand="user_mean", max_rows=None, weights_share="auto",
+                 calibration="tight", random_state=None, n_jobs=None):
         self.epsilon = epsilon
         self.delta = delta
         self.weighting = weighting

@@ -139,7 +139,7 @@ from joblib import Parallel, delayed
 from scipy import stats
 from sklearn.utils._param_validation import Integral, Interval, Real, StrOptions
 
-from ..base import WEIGHT_CONSTRAINTS, BOUNDS_CONSTRAINTS
+from ..base import BOUNDS_CONSTRAINTS, WEIGHT_CONSTRAINTS
 from ..exceptions import AccuracyWarning
 from ..mechanisms import (
     exponential_mechanism,
@@ -2096,11 +2096,11 @@ class ThreadedClipNoiseEstimator(UserLevelMeanEstimator):
     }
     _min_users = 3
 
-    def __init__(self, epsilon=1.0, delta=1e-6, *, moment_order=2.0,
-                 moment_bound=None, samples_per_user=1, n_threads="auto",
-                 bounds="auto", bounds_share=None, method="auto", weighting="equal", estimand="user_mean",
-                 max_rows=None, weights_share="auto", calibration="tight",
-                 random_state=None, n_jobs=None):
+    def __init__(self, epsilon=1.0, delta=1e-6, *, moment_order=2.0, moment_bound=None,
+                 samples_per_user=1, n_threads="auto", bounds="auto", bounds_share=None,
+                 method="auto", weighting="equal", estimand="user_mean", max_rows=None,
+                 weights_share="auto", calibration="tight", random_state=None,
+                 n_jobs=None):
         self.epsilon = epsilon
         self.delta = delta
         self.weighting = weighting

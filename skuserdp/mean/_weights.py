@@ -42,27 +42,43 @@ Two weightings:
 ``weighting="auto"`` (estimand: the mean of the users' means)
     Capped inverse-variance weights ``w(m) = min(1, λ/(τ² + σ²/m))`` per
     column (spec §3.5: the minimiser of the sampling plus noise variance of
-    ``θ̂_w`` among weights in ``[0, 1]``), constant within dyadic buckets of
-    ``m`` (``1``, ``2–3``, ``4–15``, ``16–63``, ``64–255``, ``≥ 256``) so that ``W =
-    Σ_b w_b N_b`` follows from the released bucket counts. Two releases:
+    ``θ̂_w`` among weights in ``[0, 1]``), constant within public buckets of
+    ``m`` (``1``, ``2–3``, ``4–15``, ``16–63``, ``64–255``, ``≥ 256``) so that
+    ``W = Σ_b w_b N_b`` follows from the released bucket counts. The
+    weights' share of the budget (``weights_share="auto"``:
+    :func:`choose_weights_share`, public values) pays for three
+    clip-and-noise releases, each user's vector sitting in its bucket's
+    block (zeros elsewhere: a user that changes bucket moves the vector by
+    at most twice its norm):
 
-    1. per bucket, the count and the sum of the box-clipped ``z_i``
-       (each user's vector ``(1, z_i)`` sits in its bucket's block, zeros
-       elsewhere: one clip-and-noise release of norm ``√(1+d)``): the counts,
-       the centre ``c`` (the unweighted mean) and the buckets' means;
-    2. the sum of ``|z_i − c|/2`` (the spread of the users' means) and of each
-       user's row standard deviation (clipped to ``[0, 1]``; users with one
-       row give 0), one clip-and-noise release around ``1/2``.
+    0. the bucket counts ``N_b`` (a quarter of the share). When they show
+       one occupied bucket (balanced users) or too few users with two rows
+       or more, nothing else is released and the rest of the share goes back
+       to the estimate;
+    1. the buckets' sums ``S_b`` of the box-clipped ``z_i``: the centre
+       ``c = Σ_b S_b / n`` (the unweighted mean; ``n`` is public) and the
+       buckets' means;
+    2. the sum of ``|z_i − c|/2`` (the spread of the users' means) and of the
+       row standard deviations (clipped to ``[0, 1]``) of the users with at
+       least ``SD_MIN_ROWS`` rows (or two, when the counts show too few such
+       users), one release around ``1/2``.
 
     Post-processing: ``σ`` from the pooled row deviations (corrected by the
-    normal ``c4(m)``), ``τ`` by solving ``E|z − c| = Σ_b N_b √(2/π)
-    √(τ² + σ²/m_b)/n``, ``λ`` by minimising the predicted variance with the
-    estimator's public noise, and finally a choice between these weights and
-    equal weights by their predicted mean squared error about the mean of the
-    users' means, including a bias term from the buckets' released means:
-    where the row counts carry information about the users' means (``E[ū |
-    m]`` varies with ``m``) the weighted mean is a different quantity, and
-    the equal weights are kept for that column.
+    normal ``c4(m)``; the standard deviation of two or three skewed rows is
+    biased low even after it, hence ``SD_MIN_ROWS``), ``τ`` by solving
+    ``E|z − c| = Σ_b share_b E|N(offset_b, τ² + σ²/m_b)|``, ``λ`` by
+    minimising the predicted variance with the estimator's public noise,
+    and finally, per column, a choice between these weights and equal
+    weights: the weights are kept when their predicted mean squared error
+    (sampling, noise, and the map back's ``(θ_w − c)(W̃ − W)/W``) is below
+    the equal weights', unless the weighted and unweighted means of the
+    released buckets differ by more than ``INFORMATIVE_SD`` standard
+    deviations of their sampling and noise: the row counts then carry
+    information about the users' means (``E[ū | m]`` varies with ``m``), the
+    weighted mean is a different quantity, and the column keeps equal
+    weights. Such a test has limited power: weighting assumes the row
+    counts are unrelated to the users' values (user guide, "Unbalanced
+    users").
 
 The unit of privacy is the user: two datasets are neighbours when they differ
 in all rows of one user (row count included), with the number of users public.
@@ -76,24 +92,37 @@ from scipy.special import gammaln, ndtr
 
 from ..mechanisms import add_noise
 from ..mechanisms._lattice import encode_sum
-from ..privacy import ApproxDP, PureDP, compose, split_off, split_zcdp, split_zcdp_shares
+from ..privacy import (
+    ApproxDP,
+    PureDP,
+    compose,
+    split_off,
+    split_zcdp,
+    split_zcdp_shares,
+)
 from ..utils._random import make_seed_sequence
 from ._clip_noise import plan_clip_noise
 
-__all__ = ["N_BUCKETS", "WeightPlan", "UserWeights", "plan_weights", "choose_weights_share",
-           "release_user_weights", "row_count_buckets", "user_row_spreads"]
+__all__ = ["N_BUCKETS", "WeightPlan", "UserWeights", "plan_weights",
+           "choose_weights_share", "release_user_weights", "row_count_buckets",
+           "user_row_spreads"]
 
 #: buckets of the row counts: 1, 2–3, 4–15, 16–63, 64–255, ≥ 256 (few: the
 #: noise of every bucket's count enters W̃)
 BUCKET_EDGES = (1, 2, 4, 16, 64, 256)
 N_BUCKETS = len(BUCKET_EDGES)
 
-#: share of the weights' budget spent on the counts and centre (auto)
-COUNTS_SHARE = 0.75
+#: share of the weights' budget spent on the row counts (auto), released
+#: first: when they show nothing to weight, the rest is not spent
+COUNTS_SHARE = 0.25
 
 #: a bucket whose released count exceeds this many noise standard deviations
 #: holds users (the others are noise)
 OCCUPIED_SD = 3.0
+
+#: the pooled row spread comes from users with at least this many rows when
+#: the released counts show enough of them
+SD_MIN_ROWS = 4
 
 #: weights within this of 1 in every occupied bucket are equal weights
 EQUAL_TOLERANCE = 0.05
@@ -124,15 +153,10 @@ def _bucket_inverse_rows():
                      for lo, hi in zip(edges[:-1], edges[1:])])
 
 
-def _c4(m):
-    """``E[s]/σ`` of the sample standard deviation of ``m`` normal rows."""
-    m = np.asarray(m, dtype=np.float64)
-    return np.sqrt(2.0 / (m - 1)) * np.exp(gammaln(m / 2) - gammaln((m - 1) / 2))
-
-
 def user_row_spreads(rows, codes, means, counts, half_width):
     """Each user's row standard deviation per column, in units of the box's
-    half-width (0 for a user with one row): a per-user function of the data.
+    half-width, clipped to ``[0, 1]`` (0 for a user with one row): a per-user
+    function of the data.
 
     Parameters
     ----------
@@ -160,6 +184,12 @@ def user_row_spreads(rows, codes, means, counts, half_width):
     return np.nan_to_num(np.minimum(sd, 1.0), nan=1.0, posinf=1.0)
 
 
+def _c4(m):
+    """``E[s]/σ`` of the sample standard deviation of ``m`` normal rows."""
+    m = np.asarray(m, dtype=np.float64)
+    return np.sqrt(2.0 / (m - 1)) * np.exp(gammaln(m / 2) - gammaln((m - 1) / 2))
+
+
 @dataclass(frozen=True)
 class WeightPlan:
     """Public quantities of the weights' releases.
@@ -171,8 +201,8 @@ class WeightPlan:
         The public cap ``k`` of ``estimand="row_mean"``.
     n_users, n_features : int
     first : ClipNoisePlan
-        The counts-and-sums release (per bucket for ``auto``; the weighted
-        total and sum for ``row_mean``).
+        The sums release (per bucket for ``auto``; the weighted total and
+        sum for ``row_mean``).
     second : ClipNoisePlan or None
         The spreads release (``auto`` only).
     estimate_noise_variance : float
@@ -180,7 +210,10 @@ class WeightPlan:
         mean (the per-column box's clip-and-noise at the estimate's budget):
         it sets the cap ``λ`` of the weights.
     loss : PureDP or ZCDP
-        The privacy loss of the weights' releases.
+        The privacy loss of the weights' releases (all of them).
+    counts : ClipNoisePlan or None
+        ``auto``: the row counts' release, made first (``counts_loss`` is
+        all that is spent when it shows nothing to weight).
     """
 
     estimand: str
@@ -191,6 +224,7 @@ class WeightPlan:
     second: object
     estimate_noise_variance: float
     loss: object
+    counts: object = None
 
 
 #: weights_share="auto" tries these shares of the budget, smallest first
@@ -237,7 +271,7 @@ def choose_weights_share(n_users, n_features, epsilon, delta, *, zcdp,
         plan = plan_weights(n_users, n_features, part, estimate_budget=rest,
                             estimand=estimand, max_rows=max_rows,
                             calibration=calibration)
-        if _noise_sd(plan.first) * MIN_COUNT_PRECISION <= n_users:
+        if _noise_sd(plan.counts or plan.first) * MIN_COUNT_PRECISION <= n_users:
             return share
     return WEIGHTS_SHARES[-1] if estimand == "row_mean" else None
 
@@ -295,19 +329,24 @@ def plan_weights(n_users, n_features, budget, *, estimate_budget, estimand="user
     if estimand == "row_mean":
         first = plan_clip_noise(n, 1 + d, budget=budget, radius=math.sqrt(1 + d),
                                 calibration=calibration)
-        second, loss = None, first.loss
+        counts = second = None
+        loss = first.loss
     else:
-        b1, b2 = _split(budget, COUNTS_SHARE)
-        # (1, z) with z in [-1, 1]^d: ℓ2 norm ≤ √(1+d), ℓ1 norm ≤ 1 + d (the
-        # pure plan's ℓ1 ball is radius·√dim = 1 + d)
-        first = plan_clip_noise(n, 1 + d, budget=b1, radius=math.sqrt(1 + d),
+        b0, rest = _split(budget, COUNTS_SHARE)
+        b1, b2 = _split(rest, 0.5)
+        # each user's 1 in its bucket's entry: norm 1 (a user moving between
+        # buckets moves the vector by √2 ≤ 2·1)
+        counts = plan_clip_noise(n, 1, budget=b0, radius=1.0, calibration=calibration)
+        # z in [-1, 1]^d in its bucket's block: ℓ2 norm ≤ √d, ℓ1 ≤ d (the pure
+        # plan's ℓ1 ball is radius·√dim = d)
+        first = plan_clip_noise(n, d, budget=b1, radius=math.sqrt(d),
                                 calibration=calibration)
         # (|z − c|/2, s) in [0, 1]^(2d) around 1/2: ℓ2 ≤ √(d/2), ℓ1 ≤ d
         second = plan_clip_noise(n, 2 * d, budget=b2, radius=math.sqrt(d / 2),
                                  calibration=calibration)
-        loss = compose(first.loss, second.loss)
-    return WeightPlan(estimand, max_rows, n, d, first, second,
-                      _estimate_noise_variance(n, d, estimate_budget, calibration), loss)
+        loss = compose(counts.loss, first.loss, second.loss)
+    proxy = _estimate_noise_variance(n, d, estimate_budget, calibration)
+    return WeightPlan(estimand, max_rows, n, d, first, second, proxy, loss, counts)
 
 
 def _estimate_noise_variance(n, d, budget, calibration):
@@ -341,6 +380,13 @@ class UserWeights:
         ``W̃``, the released sum of the weights, per column.
     weighted : ndarray of shape (n_features,) of bool
         ``auto``: the columns whose weights are not all 1.
+    max_rows : int or None
+        ``row_mean``: the cap.
+    status : tuple of str
+        ``auto``: per column, ``"weighted"``, ``"informative"`` (the
+        buckets' released means differ beyond their noise and sampling),
+        ``"no gain"`` (predicted) or ``"equal"`` (the weights came out
+        equal).
     """
 
     kind: str
@@ -349,6 +395,7 @@ class UserWeights:
     total: np.ndarray
     weighted: np.ndarray
     max_rows: object = None
+    status: tuple = ()
 
     def user_weights(self, counts):
         """Every user's weights, shape ``(n_users, n_features)``: a per-user
@@ -423,6 +470,9 @@ def release_user_weights(Z, counts, spreads, plan, random_state=None):
     Returns
     -------
     weights : UserWeights
+    counts_only : bool
+        Whether only the row counts' release was made (``plan.counts.loss``
+        is then the whole spend).
     """
     n, d = plan.n_users, plan.n_features
     zc = np.clip(np.asarray(Z, dtype=np.float64), -1.0, 1.0)
@@ -436,46 +486,55 @@ def release_user_weights(Z, counts, spreads, plan, random_state=None):
         total = max(sums[0], floor)
         center = np.clip(sums[1:] / total, -1.0, 1.0)
         return UserWeights("row_mean", center, None, np.full(d, total),
-                           np.ones(d, bool), plan.max_rows)
+                           np.ones(d, bool), plan.max_rows), False
     buckets = row_count_buckets(counts)
-    first = _release(np.column_stack([np.ones(n), zc]), plan.first, seed1,
-                     blocks=buckets).reshape(N_BUCKETS, 1 + d)
-    N = np.maximum(first[:, 0], 0.0)
-    S = first[:, 1:]
+    seed0, seed1 = seed1.spawn(2)
+    N = np.maximum(_release(np.ones((n, 1)), plan.counts, seed0, blocks=buckets), 0.0)
+    sd0 = _noise_sd(plan.counts)
+    occupied = N > OCCUPIED_SD * sd0
+    if spreads is None or occupied.sum() < 2 or N[1:].sum() < 10.0 * sd0:
+        # one bucket (balanced users), or too few with two rows or more:
+        # nothing to weight; only the counts were spent
+        return _equal(np.zeros(d), n, d), True
+    S = _release(zc, plan.first, seed1, blocks=buckets).reshape(N_BUCKETS, d)
     center = np.clip(S.sum(axis=0) / n, -1.0, 1.0)  # (n is public)
-    if spreads is None:
-        return _equal(center, n, d)
-    dev = np.abs(zc - center) / 2.0
-    second = _release(np.column_stack([dev, np.minimum(spreads, 1.0)]), plan.second,
-                      seed2, center=0.5)
-    weights = _choose_weights(N, S, 2.0 * second[:d], second[d:], center, n,
-                              _noise_sd(plan.first), _noise_sd(plan.second),
-                              plan.estimate_noise_variance * n * n)
-    if weights is None:
-        return _equal(center, n, d)
-    wb, total, chosen = weights
-    return UserWeights("auto", center, wb, total, chosen)
+    dev = np.abs(zc - center) / 2.0  # in [0, 1]: c and z are in the box
+    # the row spreads of users with SD_MIN_ROWS rows or more when the counts
+    # show enough of them (the sd of a few skewed rows is biased low even
+    # after the normal correction), else of all users with two rows or more
+    min_rows = SD_MIN_ROWS if N[2:].sum() >= 10.0 * sd0 else 2
+    sd = np.where((counts >= min_rows)[:, None], np.minimum(spreads, 1.0), 0.0)
+    second = _release(np.column_stack([dev, sd]), plan.second, seed2, center=0.5)
+    wb, total, chosen, status = _choose_weights(
+        N, S, 2.0 * second[:d], second[d:], center, n, min_rows, sd0,
+        _noise_sd(plan.first), plan.estimate_noise_variance * n * n)
+    if wb is None:
+        return _equal(center, n, d, tuple(status)), False
+    return UserWeights("auto", center, wb, total, chosen, status=tuple(status)), False
 
 
-def _equal(center, n, d):
-    return UserWeights("equal", center, None, np.full(d, float(n)), np.zeros(d, bool))
+def _equal(center, n, d, status=()):
+    return UserWeights("equal", center, None, np.full(d, float(n)), np.zeros(d, bool),
+                       status=status)
 
 
-def _choose_weights(N, S, abs_dev, row_sd, center, n, sd1, sd2, noise_var):
+def _choose_weights(N, S, abs_dev, row_sd, center, n, min_rows, sd_n, sd_s,
+                    noise_var):
     """The weights of every bucket and column from the released statistics
-    (post-processing), or ``None`` for equal weights."""
+    (post-processing): ``(wb, total, chosen, status)``, ``wb`` ``None`` for
+    equal weights everywhere; ``status`` says per column why."""
     inv_m = _bucket_inverse_rows()
+    occupied = N > OCCUPIED_SD * sd_n
     reps = 1.0 / inv_m
-    occupied = N > OCCUPIED_SD * sd1
-    if N[1:].sum() < 10.0 * sd1 or occupied.sum() < 2:
-        return None  # too few users with two or more rows, or one bucket
     c4 = np.where(reps > 1.5, _c4(np.maximum(reps, 2.0)), 0.0)
-    c4_total = float(np.sum(N[1:] * c4[1:]))
+    first = 1 if min_rows <= 2 else 2  # the buckets whose users gave spreads
+    c4_total = max(float(np.sum(N[first:] * c4[first:])), 1.0)
     B, d = N.shape[0], center.shape[0]
     wb = np.ones((B, d))
     chosen = np.zeros(d, bool)
+    status = []
     share = N / max(N.sum(), 1.0)
-    var_c = sd1 ** 2 * B / float(n) ** 2  # the centre's noise (all buckets' sums)
+    var_c = sd_s ** 2 * B / float(n) ** 2  # the centre's noise (all buckets' sums)
     for j in range(d):
         sigma = max(row_sd[j], 0.0) / c4_total
         target = max(abs_dev[j], 0.0) / n  # E|z − c|
@@ -483,6 +542,7 @@ def _choose_weights(N, S, abs_dev, row_sd, center, n, sd1, sd2, noise_var):
         a = _variance_by_bucket(target, sigma, share, inv_m, offsets)
         w = _capped_weights(a, N, noise_var)
         if w is None or np.all(np.abs(w[occupied] - 1.0) < EQUAL_TOLERANCE):
+            status.append("equal")
             continue
         # predicted mean squared error about the mean of the users' means:
         # sampling and noise of the weighted mean, plus the error of the map
@@ -492,23 +552,29 @@ def _choose_weights(N, S, abs_dev, row_sd, center, n, sd1, sd2, noise_var):
         theta_w = float(w @ S[:, j]) / W
         var_w = (float(N @ (w * w * a)) + noise_var) / W ** 2
         shift2 = var_c + (theta_w - center[j]) ** 2
-        var_w += shift2 * sd1 ** 2 * float(np.sum(w * w)) / W ** 2
+        var_w += shift2 * sd_n ** 2 * float(np.sum(w * w)) / W ** 2
         var_eq = (float(N @ a) + noise_var) / float(n) ** 2
         # do the row counts carry information about the users' means? Only a
         # difference beyond the noise and the sampling counts
         theta_eq = float(S[:, j].sum()) / n
         coef = w / W - 1.0 / n
+        # (θ_w's released denominator: its counts' noise times θ_w)
         sd_diff = math.sqrt(float(N @ (coef * coef * a))
-                            + float(np.sum(coef * coef)) * sd1 ** 2)
+                            + float(np.sum(coef * coef)) * sd_s ** 2
+                            + theta_w ** 2 * float(np.sum(w * w)) * sd_n ** 2 / W ** 2)
         if abs(theta_w - theta_eq) > INFORMATIVE_SD * sd_diff:
-            continue  # informative row counts: keep the users' mean
+            status.append("informative")  # keep the users' mean
+            continue
         if var_w < var_eq:
             wb[:, j] = w
             chosen[j] = True
+            status.append("weighted")
+        else:
+            status.append("no gain")
     if not chosen.any():
-        return None
+        return None, None, chosen, status
     total = np.where(chosen, np.maximum(N @ wb, 1.0), float(n))
-    return wb, total, chosen
+    return wb, total, chosen, status
 
 
 def _folded_mean(offset, sd):
@@ -524,7 +590,8 @@ def _variance_by_bucket(target, sigma, share, inv_m, offsets):
     E|N(offset_b, τ² + σ²/m_b)|`` (``offset_b``: the bucket's released mean
     minus ``c``; ``τ = 0`` when even that over-explains it)."""
     def mad(tau2):
-        return float(share @ _folded_mean(offsets, np.sqrt(tau2 + sigma * sigma * inv_m)))
+        sd = np.sqrt(tau2 + sigma * sigma * inv_m)
+        return float(share @ _folded_mean(offsets, sd))
 
     if mad(0.0) >= target:
         tau2 = 0.0

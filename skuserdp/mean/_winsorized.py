@@ -119,7 +119,7 @@ import numpy as np
 from joblib import Parallel, delayed
 from sklearn.utils._param_validation import Integral, Interval, Real, StrOptions
 
-from ..base import WEIGHT_CONSTRAINTS, BOUNDS_CONSTRAINTS
+from ..base import BOUNDS_CONSTRAINTS, WEIGHT_CONSTRAINTS
 from ..exceptions import AccuracyWarning
 from ..mechanisms import (
     RandomHadamardRotation,
@@ -1039,9 +1039,9 @@ class WinsorizedMeanEstimator(UserLevelMeanEstimator):
 
     def __init__(self, epsilon=1.0, delta=0.0, *, tau="auto", bounds="auto",
                  bounds_share=None, samples_per_user=None, sub_gaussian_sigma=None,
-                 tau_share=0.1,
-                 gamma=0.01, weighting="equal", estimand="user_mean",
-                 max_rows=None, weights_share="auto", calibration="tight", random_state=None, n_jobs=None):
+                 tau_share=0.1, gamma=0.01, weighting="equal", estimand="user_mean",
+                 max_rows=None, weights_share="auto", calibration="tight",
+                 random_state=None, n_jobs=None):
         self.epsilon = epsilon
         self.delta = delta
         self.weighting = weighting

@@ -34,7 +34,8 @@ def test_row_count_buckets_have_public_edges():
 def test_privacy_map_is_the_composition_of_the_plans(budget, estimand):
     plan = wm.plan_weights(500, 3, budget, estimate_budget=PureDP(1.0),
                            estimand=estimand, max_rows=10)
-    parts = [plan.first.loss] + ([] if plan.second is None else [plan.second.loss])
+    parts = ([plan.first.loss] if plan.second is None else
+             [plan.counts.loss, plan.first.loss, plan.second.loss])
     assert plan.loss == compose(*parts)
     if isinstance(budget, PureDP):
         assert plan.loss.epsilon <= budget.epsilon * (1 + 1e-12)
@@ -43,8 +44,10 @@ def test_privacy_map_is_the_composition_of_the_plans(budget, estimand):
     # every user's contribution lies in the plan's ball (clipping is a no-op)
     d = 3
     r = plan.first.radius
-    extreme = np.r_[1.0, np.ones(d)]  # (1, z) at a corner of the box
-    assert np.linalg.norm(extreme) <= r + 1e-12
+    extreme = np.r_[1.0, np.ones(d)] if estimand == "row_mean" else np.ones(d)
+    assert np.linalg.norm(extreme) <= r + 1e-12  # (w, w·z) or z at a corner
+    if plan.counts is not None:
+        assert plan.counts.radius == 1.0
     if plan.second is not None:
         v = np.r_[np.ones(d), np.zeros(d)]  # (|z − c|/2, s) at a corner
         assert np.linalg.norm(v - 0.5) <= plan.second.radius + 1e-12
@@ -52,22 +55,27 @@ def test_privacy_map_is_the_composition_of_the_plans(budget, estimand):
 
 def test_replace_one_moves_the_padded_vectors_by_at_most_twice_the_radius():
     # a 200-row user at one corner replaced by a 2-row user at the other:
-    # they sit in different buckets' blocks; and two users of one bucket
+    # they sit in different buckets' blocks; and two users of one bucket.
+    # The counts' release (block entry 1, radius 1) and the sums' release
+    # (block z, radius √d; pure: ℓ1 ball d)
     d = 2
-    r = math.sqrt(1 + d)
     B = wm.N_BUCKETS
 
-    def padded(m, z):
-        x = np.zeros((B, 1 + d))
-        x[wm.row_count_buckets([m])[0]] = np.r_[1.0, z]
+    def padded(m, v):
+        x = np.zeros((B, len(v)))
+        x[wm.row_count_buckets([m])[0]] = v
         return x.ravel()
 
-    pairs = [(padded(200, np.ones(d)), padded(2, -np.ones(d))),
-             (padded(2, np.ones(d)), padded(3, -np.ones(d))),
-             (padded(1, np.ones(d)), padded(10 ** 6, np.zeros(d)))]
-    for a, b in pairs:
-        assert np.linalg.norm(a - b) <= 2 * r + 1e-12
-        assert np.abs(a - b).sum() <= 2 * (1 + d) + 1e-12
+    pairs = [((200, np.ones(d)), (2, -np.ones(d))),
+             ((2, np.ones(d)), (3, -np.ones(d))),
+             ((1, np.ones(d)), (10 ** 6, np.zeros(d)))]
+    for (ma, za), (mb, zb) in pairs:
+        a, b = padded(ma, [1.0]), padded(mb, [1.0])
+        assert np.linalg.norm(a - b) <= 2 * 1.0 + 1e-12
+        assert np.abs(a - b).sum() <= 2 * 1.0 + 1e-12
+        a, b = padded(ma, za), padded(mb, zb)
+        assert np.linalg.norm(a - b) <= 2 * math.sqrt(d) + 1e-12
+        assert np.abs(a - b).sum() <= 2 * d + 1e-12
 
 
 def test_transform_keeps_users_in_the_box_and_is_per_user():
@@ -147,11 +155,31 @@ def test_row_mean_needs_max_rows_and_user_mean_refuses_it():
 
 def test_spend_includes_the_weights_and_never_exceeds_the_budget():
     X, g, _ = _unbalanced(n=500, m_big=20)
-    for kw in (dict(weighting="auto"), dict(estimand="row_mean", max_rows=20)):
+    # 500 users at ε = 1: the weights' counts would be too noisy at every
+    # share (public plan), so weighting="auto" spends nothing; row_mean,
+    # which needs its total, takes the largest share
+    for kw, share in ((dict(weighting="auto"), 0.0),
+                      (dict(estimand="row_mean", max_rows=20), 0.3),
+                      # a forced share: the counts (a quarter of it) are
+                      # too noisy here to show two buckets, so the rest of
+                      # the share goes back to the estimate
+                      (dict(weighting="auto", weights_share=0.1), 0.025)):
         est = UserMeanEstimator(epsilon=1.0, delta=1e-6, bounds=(0.0, 10.0),
                                 random_state=0, **kw).fit(X, groups=g)
-        assert est.weights_share_ == 0.1
+        assert est.weights_share_ == share
         assert est.epsilon_ <= 1.0 + 1e-9 and est.delta_ <= 1e-6
+    est = UserMeanEstimator(epsilon=1.0, bounds=(0.0, 10.0), weighting="auto",
+                            random_state=0).fit(X, groups=g)
+    assert est.weighting_ == "equal" and "too few users" in est.weighting_reason_
+
+
+def test_auto_share_is_a_public_plan():
+    assert wm.choose_weights_share(2000, 1, 1.0, 1e-6, zcdp=True) is None
+    assert wm.choose_weights_share(2000, 1, 1.0, 1e-6, zcdp=True,
+                                   estimand="row_mean", max_rows=5) == 0.3
+    shares = [wm.choose_weights_share(n, 1, 4.0, 1e-6, zcdp=True)
+              for n in (2000, 20000)]
+    assert shares[0] is not None and shares[1] <= shares[0]
 
 
 # --------------------------------------------------------------------------
@@ -167,35 +195,89 @@ def _claim(loss):
     return zcdp_to_approx_dp(loss.rho, AUDIT_DELTA).epsilon, AUDIT_DELTA
 
 
-def _bucket7_count(Z, counts, plan, seed, uncapped=False):
-    """The released count of the 200-row bucket (first release), as the
-    mechanism computes it (``uncapped``: each user counted m_i times, the
-    positive control)."""
-    zc = np.clip(Z, -1, 1)
-    n = Z.shape[0]
-    w = counts.astype(float) if uncapped else np.ones(n)
-    buckets = wm.row_count_buckets(counts)
-    vals = np.column_stack([w, w[:, None] * zc])
-    first = plan.first
-    if uncapped:  # and not clipped by the lattice's ball either (same noise)
-        first = dataclasses.replace(first, ball=1e4)
-    sums = wm._release(vals, first, np.random.SeedSequence(seed), blocks=buckets)
-    return sums.reshape(wm.N_BUCKETS, -1)[4, 0]
+def _released_statistic(kind, changed, plan, seed, control):
+    """One run of a weights release on 51 users, 50 fixed and one
+    ``changed`` (True/False: the two neighbours), and the coordinate the
+    changed user moves most.
+
+    ``kind``: ``"counts"`` (first release: the count of the 64–255-row
+    bucket; the user has 200 rows or 2), ``"spreads"`` (second release: the
+    user's row standard deviation, 1 or 0) or ``"row_total"`` (row_mean: the
+    weighted total; the user has 10 rows or 1, cap 10). ``control``: the
+    positive control, the same release and noise with the user's statistic
+    neither capped nor clipped (counted m times; a row spread of 50).
+    """
+    n, ss = 51, np.random.SeedSequence(seed)
+    ball = 1e4 if control else None
+    if kind == "counts":
+        counts = np.r_[np.full(n - 1, 2), 200 if changed else 2]
+        w = counts.astype(float) if control else np.ones(n)
+        rel = (plan.counts if ball is None
+               else dataclasses.replace(plan.counts, ball=ball))
+        sums = wm._release(w[:, None], rel, ss, blocks=wm.row_count_buckets(counts))
+        return sums[4]
+    if kind == "spreads":
+        sd = np.zeros(n)
+        sd[-1] = (50.0 if control else 1.0) if changed else 0.0
+        vals = np.column_stack([np.zeros(n), sd])
+        rel = plan.second if ball is None else dataclasses.replace(plan.second, ball=ball)
+        return wm._release(vals, rel, ss, center=0.5)[1]
+    k = plan.max_rows
+    m = np.r_[np.full(n - 1, 3), k if changed else 1]
+    w = m.astype(float) if control else np.minimum(m, k) / k
+    vals = np.column_stack([w, np.zeros(n)])
+    rel = plan.first if ball is None else dataclasses.replace(plan.first, ball=ball)
+    return wm._release(vals, rel, ss)[0]
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("kind", ["counts", "spreads", "row_total"])
 @pytest.mark.parametrize("budget", [PureDP(1.0), ZCDP(0.05)], ids=["pure", "zcdp"])
-def test_audit_of_the_weights_release(budget):
-    n = 51
-    plan = wm.plan_weights(n, 1, budget, estimate_budget=PureDP(1.0))
-    eps, delta = _claim(plan.first.loss)
-    Z = np.zeros((n, 1))
-    c_big = np.r_[np.full(n - 1, 2), 200]  # the changed user: 200 rows ...
-    c_small = np.r_[np.full(n - 1, 2), 2]  # ... or 2 rows
-    for uncapped, flagged in ((False, False), (True, True)):
-        a = [_bucket7_count(Z, c_big, plan, 2 * i, uncapped) for i in range(AUDIT_RUNS)]
-        b = [_bucket7_count(Z, c_small, plan, 2 * i + 1, uncapped)
+def test_audit_of_the_weights_releases(kind, budget):
+    plan = wm.plan_weights(51, 1, budget, estimate_budget=PureDP(1.0),
+                           estimand="row_mean" if kind == "row_total" else "user_mean",
+                           max_rows=10)
+    part = {"counts": plan.counts, "spreads": plan.second}.get(kind, plan.first)
+    eps, delta = _claim(part.loss)
+    for control in (False, True):
+        a = [_released_statistic(kind, True, plan, 2 * i, control)
+             for i in range(AUDIT_RUNS)]
+        b = [_released_statistic(kind, False, plan, 2 * i + 1, control)
              for i in range(AUDIT_RUNS)]
         res = epsilon_lower_bound(np.array(a), np.array(b), delta=delta,
                                   epsilon_claimed=eps)
-        assert res.violation == flagged, (uncapped, res)
+        print(kind, "control" if control else "real", res)
+        assert res.violation == control, (control, res)
+
+
+def test_auto_estimator_reports_the_weighted_estimate_and_conf_int_works():
+    X, g, _ = _unbalanced(n=3000, m_big=100, seed=7)
+    est = UserMeanEstimator(epsilon=8.0, bounds=(0.0, 10.0), weighting="auto",
+                            random_state=0).fit(X, groups=g)
+    assert est.weighting_ == "inverse_variance"
+    assert np.array_equal(est.estimator_.mean_, est.mean_)
+    assert est.estimator_.weighting_ == est.weighting_
+    lo, hi = est.conf_int()[0]
+    assert lo < est.mean_[0] < hi
+    # the interval's width is of the order of the weighted estimate's error
+    # (sampling of the 100-row users, a few thousandths), not of the box
+    assert hi - lo < 0.1
+
+
+def test_chooser_keeps_the_box_when_users_are_weighted():
+    from skuserdp.mean import choose_mean_method
+
+    kw = dict(bounds=(0.0, 10.0), radius=7.0)
+    assert choose_mean_method(100, 100, 1.0, 1e-6, **kw)[0] == "few_users"
+    assert choose_mean_method(100, 100, 1.0, 1e-6, weighted=True,
+                              **kw)[0] == "column_scaled"
+
+
+def test_row_mean_needs_a_box():
+    from skuserdp.mean import ClipNoiseMeanEstimator
+
+    X, g, _ = _unbalanced(n=200, m_big=5)
+    est = ClipNoiseMeanEstimator(radius=10.0, center=1.0, estimand="row_mean",
+                                 max_rows=5)
+    with pytest.raises(ValueError, match="needs the box"):
+        est.fit(X, groups=g)
