@@ -88,7 +88,8 @@ def part_a(reps, eps, n=2000, m_grid=(2, 8, 32, 128, 512)):
     lm = np.log([r["m_big"] for r in sel])
     slopes = {k: float(np.polyfit(lm, np.log([r[k] for r in sel]), 1)[0])
               for k in ("weighted", "equal", "big_only")}
-    print(f"A ε={eps:g} slopes (m_big ≥ 8):", {k: round(v, 3) for k, v in slopes.items()})
+    print(f"A ε={eps:g} slopes (m_big ≥ 8):",
+          {k: round(v, 3) for k, v in slopes.items()})
     return dict(rows=rows, slopes=slopes)
 
 
@@ -127,7 +128,8 @@ def part_b(eps=1000.0, seeds=3):
                         columns={c: float(v) for c, v in zip(cb["columns"], rel)},
                         user_vs_row_gap=gap))
         print(f"B {name:26s} users {counts.size:5d} max_rows {k:4d} max rel. bias "
-              f"{rel.max() * 100:.3f} % (se {rel_se[np.argmax(rel)] * 100:.3f} %) (user-mean vs row-mean gap "
+              f"{rel.max() * 100:.3f} % (se {rel_se[np.argmax(rel)] * 100:.3f} %) "
+              f"(user-mean vs row-mean gap "
               f"{'-' if gap is None else f'{gap * 100:.1f} %'})", flush=True)
     return out
 
@@ -180,7 +182,8 @@ def _part_c(reps, eps):
                                          se=float(s), z=float(z))
                                  for c, a, b, s, z in zip(cb["columns"], rw, re_, se,
                                                           worse)}))
-        print(f"C ε={eps:g} {name:26s} users {n:5d} rows p90/p10 {spread:5.1f} weighted in "
+        print(f"C ε={eps:g} {name:26s} users {n:5d} rows p90/p10 {spread:5.1f} "
+              f"weighted in "
               f"{out[-1]['weighted_share'] * 100:3.0f} % of fits; "
               f"ratio w/e per column {np.round(rw / re_, 3).tolist()}; worst "
               f"(w − e)/se {worse.max():+.2f}", flush=True)
@@ -201,9 +204,10 @@ def main(argv=None):
         res["a"] = [part_a(reps, eps, m_grid=(2, 32, 512) if a.quick
                            else (2, 8, 32, 128, 512)) for eps in a.eps_a]
     if "b" in a.parts:
-        res["b"] = part_b(seeds=2 if a.quick else reps)
+        res["b"] = part_b(seeds=2 if a.quick else 5 * reps)
     if "c" in a.parts:
-        res["c"] = part_c(3 if a.quick else reps, (1.0,) if a.quick else (1.0, 4.0, 16.0))
+        res["c"] = part_c(3 if a.quick else reps,
+                          (1.0,) if a.quick else (1.0, 4.0, 16.0))
     res["seconds"] = time.time() - t0
     if not a.quick:
         RESULTS.mkdir(exist_ok=True)

@@ -235,16 +235,13 @@ class UserLevelMeanEstimator(ConfidenceIntervalMixin, UserLevelMixin, BaseEstima
             weights, wt_loss = None, None
             if wt_budget is not None:
                 share = self.weights_share_
-                weights, wt_loss, counts_only = self._release_weights(
+                weights, wt_loss, spent = self._release_weights(
                     U, counts, rows, codes, budget, wt_budget, scaled=scale is not None)
-                if counts_only:
-                    # only the row counts were released: the rest of the
-                    # weights' share goes back to the estimate (public: the
-                    # same split with the counts' share; the same seeds)
-                    from ._weights import COUNTS_SHARE
-
-                    budget = self._split_share(before, share * COUNTS_SHARE,
-                                               wt_budget[3])[0]
+                if spent < 1.0:
+                    # releases not made: their share goes back to the estimate
+                    # (the same split at the spent share, from the released
+                    # values; the same seeds)
+                    budget = self._split_share(before, share * spent, wt_budget[3])[0]
             if scale is None:
                 W, working = U, budget
             else:
@@ -430,12 +427,7 @@ class UserLevelMeanEstimator(ConfidenceIntervalMixin, UserLevelMixin, BaseEstima
         """The weights' releases (:mod:`skuserdp.mean._weights`) on the users'
         means in the box's scaled coordinates; the weights in the coordinates
         the estimator runs in and their privacy loss."""
-        from ._weights import (
-            COUNTS_SHARE,
-            plan_weights,
-            release_user_weights,
-            user_row_spreads,
-        )
+        from ._weights import plan_weights, release_user_weights, user_row_spreads
 
         kind, wt_budget, seed, _ = wt
         n, d = U.shape
@@ -448,15 +440,17 @@ class UserLevelMeanEstimator(ConfidenceIntervalMixin, UserLevelMixin, BaseEstima
         plan = plan_weights(n, d, wt_budget, estimate_budget=estimate,
                             estimand="row_mean" if kind == "row_mean" else "user_mean",
                             max_rows=self.max_rows, calibration=self.calibration)
-        weights, counts_only = release_user_weights(Z, counts, spreads, plan, seed)
+        weights, made = release_user_weights(Z, counts, spreads, plan, seed)
         self.weighting_ = {"auto": "inverse_variance"}.get(weights.kind, weights.kind)
-        if counts_only:
-            self.weights_share_ *= COUNTS_SHARE
+        spent = plan.spent_share(made)
+        self.weights_share_ *= spent
+        if made == 1 and kind == "auto":
             self.weighting_reason_ = (
-                "the released row counts show (nearly) all users in one bucket of "
-                "row counts, or too few with two rows or more: nothing to weight "
-                "(only the counts were spent)")
-            return weights, plan.counts.loss, True
+                "the released row counts show one bucket of row counts, too few "
+                "users with two rows or more, or nearly all users in the bucket "
+                "with the most rows: nothing to weight (only the counts were "
+                "spent)")
+            return weights, plan.spent(1), spent
         if weights.kind == "auto" or weights.status:
             self.weighting_status_ = np.array(weights.status, dtype=object)
         if weights.kind == "equal":
@@ -472,7 +466,7 @@ class UserLevelMeanEstimator(ConfidenceIntervalMixin, UserLevelMixin, BaseEstima
             self.bucket_weights_ = weights.bucket_weights
         if not scaled:  # the estimator runs in the units of X
             weights = dataclasses.replace(weights, center=mid + half * weights.center)
-        return weights, plan.loss, False
+        return weights, plan.spent(made), spent
 
     def _offers_interval(self):
         """Whether this configuration can release a confidence interval."""

@@ -92,20 +92,20 @@ class ColumnScaledMeanEstimator(UserLevelMeanEstimator):
         clipped to the box: the population mean when the declared box is the
         data's public range (with ``bounds="auto"``, ``conf_int`` warns that
         it covers only the clipped mean).
-    weighting : {"auto", "equal"}, default="auto"
+    weighting : {"equal", "auto"}, default="equal"
         How users with different numbers of rows are weighted (estimand
-        ``"user_mean"``). ``"auto"`` spends ``weights_share`` of the budget on
-        the users' row counts and the spread of their means and rows, and gives
-        a user with few rows less weight where its mean is noisier (capped
-        inverse-variance weights in ``[0, 1]``, per column): a user's
-        influence stays bounded whatever its row count, so the noise is the
-        unweighted one. It keeps equal weights in a column where the released
-        statistics predict no gain, or show that row counts carry information
-        about the users' means there (weighting would then change the
-        quantity estimated). ``"equal"`` weighs every user alike (no extra
-        spend): prefer it when the number of rows a user has is related to
-        its values. ``weighting_`` reports what was used (user guide,
-        "Unbalanced users").
+        ``"user_mean"``). ``"equal"``: every user alike, nothing spent.
+        ``"auto"``: a user with few rows gets less weight where its mean is
+        noisier (capped inverse-variance weights in ``[0, 1]`` per column, from
+        released row counts and spreads; ``weights_share`` of the budget). A
+        user's influence stays bounded whatever its row count, so the noise is
+        the unweighted one. ``"auto"`` *assumes the number of rows a user has
+        is unrelated to its values*: otherwise the weighted mean is a different
+        quantity. Columns where the released statistics show such a relation
+        (only gross ones can be seen), or predict no gain, keep equal weights;
+        with too few users for the budget nothing is spent. ``weighting_``,
+        ``weighting_status_`` and ``weighting_reason_`` report what was done
+        (user guide, "Unbalanced users").
     estimand : {"user_mean", "row_mean"}, default="user_mean"
         The population quantity: the mean of the users' means (every user
         counts once), or the row-level mean with each user's rows counted up
@@ -119,9 +119,16 @@ class ColumnScaledMeanEstimator(UserLevelMeanEstimator):
         Public cap on the rows a user counts for; required by
         ``estimand="row_mean"`` (not read from the data: that would make the
         estimand private).
-    weights_share : float, default=0.1
-        Share of the budget (of ρ under zCDP accounting, of ε otherwise) spent
-        on the weights when ``weighting="auto"`` or ``estimand="row_mean"``.
+    weights_share : "auto" or float, default="auto"
+        Share of the budget (of ρ under zCDP accounting, of ε otherwise) for
+        the weights' releases when ``weighting="auto"`` or
+        ``estimand="row_mean"``. ``"auto"`` picks it from public values: the
+        smallest of 0.1, 0.15, 0.2, 0.25, 0.3 at which the released row counts
+        are precise to 1 % of the users; when none is, ``weighting="auto"``
+        spends nothing (``estimand="row_mean"`` takes 0.3). The releases after
+        the row counts are made only when these show something to weight; the
+        share not spent goes to the estimate. The share spent is
+        ``weights_share_``.
     calibration : {"tight", "paper"}, default="tight"
         Calibration of the Gaussian noise for ``delta > 0``.
     random_state : int, RandomState, SeedSequence or None, default=None

@@ -112,9 +112,10 @@ __all__ = ["N_BUCKETS", "WeightPlan", "UserWeights", "plan_weights",
 BUCKET_EDGES = (1, 2, 4, 16, 64, 256)
 N_BUCKETS = len(BUCKET_EDGES)
 
-#: share of the weights' budget spent on the row counts (auto), released
-#: first: when they show nothing to weight, the rest is not spent
-COUNTS_SHARE = 0.25
+#: shares of the weights' budget of its three releases (auto: counts, sums,
+#: spreads); a release is made only when the earlier ones show something to
+#: weight, and the shares not spent go back to the estimate
+RELEASE_SHARES = (0.25, 0.375, 0.375)
 
 #: a bucket whose released count exceeds this many noise standard deviations
 #: holds users (the others are noise)
@@ -123,6 +124,10 @@ OCCUPIED_SD = 3.0
 #: the pooled row spread comes from users with at least this many rows when
 #: the released counts show enough of them
 SD_MIN_ROWS = 4
+
+#: when the released counts put this share of the users in the occupied
+#: bucket with the most rows, the weights' later releases are not made
+DOMINANT_SHARE = 0.9
 
 #: weights within this of 1 in every occupied bucket are equal weights
 EQUAL_TOLERANCE = 0.05
@@ -212,8 +217,8 @@ class WeightPlan:
     loss : PureDP or ZCDP
         The privacy loss of the weights' releases (all of them).
     counts : ClipNoisePlan or None
-        ``auto``: the row counts' release, made first (``counts_loss`` is
-        all that is spent when it shows nothing to weight).
+        ``auto``: the row counts' release, made first (:meth:`spent` is the
+        loss of the releases actually made).
     """
 
     estimand: str
@@ -225,6 +230,19 @@ class WeightPlan:
     estimate_noise_variance: float
     loss: object
     counts: object = None
+
+    def spent(self, n_releases):
+        """The loss of the first ``n_releases`` releases (``auto``: counts,
+        sums, spreads; ``row_mean``: its one release)."""
+        parts = [p for p in (self.counts, self.first, self.second)
+                 if p is not None][:n_releases]
+        return compose(*[p.loss for p in parts])
+
+    def spent_share(self, n_releases):
+        """The share of the weights' budget of the first ``n_releases``."""
+        if self.counts is None:
+            return 1.0
+        return float(sum(RELEASE_SHARES[:n_releases]))
 
 
 #: weights_share="auto" tries these shares of the budget, smallest first
@@ -260,7 +278,7 @@ def choose_weights_share(n_users, n_features, epsilon, delta, *, zcdp,
     --------
     >>> from skuserdp.mean._weights import choose_weights_share
     >>> choose_weights_share(2000, 1, 4.0, 1e-6, zcdp=True)
-    0.2
+    0.1
     >>> choose_weights_share(2000, 1, 1.0, 1e-6, zcdp=True) is None
     True
     """
@@ -320,8 +338,9 @@ def plan_weights(n_users, n_features, budget, *, estimate_budget, estimand="user
     Examples
     --------
     >>> from skuserdp.mean._weights import plan_weights
-    >>> from skuserdp.privacy import ZCDP
-    >>> plan = plan_weights(2000, 1, ZCDP(0.002), estimate_budget=ZCDP(0.02))
+    >>> from skuserdp.privacy import ApproxDP, ZCDP
+    >>> plan = plan_weights(2000, 1, ZCDP(0.002),
+    ...                     estimate_budget=ApproxDP(1.0, 1e-6))
     >>> plan.loss.rho <= 0.002, plan.second is not None
     (True, True)
     """
@@ -332,7 +351,9 @@ def plan_weights(n_users, n_features, budget, *, estimate_budget, estimand="user
         counts = second = None
         loss = first.loss
     else:
-        b0, rest = _split(budget, COUNTS_SHARE)
+        # released in order, the later ones only when the earlier show
+        # something to weight (RELEASE_SHARES of the weights' budget)
+        b0, rest = _split(budget, RELEASE_SHARES[0])
         b1, b2 = _split(rest, 0.5)
         # each user's 1 in its bucket's entry: norm 1 (a user moving between
         # buckets moves the vector by √2 ≤ 2·1)
@@ -355,12 +376,14 @@ def _estimate_noise_variance(n, d, budget, calibration):
     discrete Laplace at ε/d (the box ``[-1, 1]`` per column) and one
     Gaussian release in the ball through the box's corners (δ > 0), as the
     per-column estimator chooses."""
+    gauss = plan_clip_noise(n, d, budget=budget, radius=math.sqrt(d),
+                            calibration=calibration).noise_variance
+    if not hasattr(budget, "epsilon"):  # ρ-zCDP: the Gaussian release
+        return float(gauss)
     eps = budget.epsilon
     laplace = plan_clip_noise(n, 1, budget=PureDP(eps / d), radius=1.0).noise_variance
     if isinstance(budget, PureDP) or getattr(budget, "delta", 0.0) == 0.0:
         return float(laplace)
-    gauss = plan_clip_noise(n, d, budget=budget, radius=math.sqrt(d),
-                            calibration=calibration).noise_variance
     return float(min(laplace, gauss))
 
 
@@ -470,9 +493,9 @@ def release_user_weights(Z, counts, spreads, plan, random_state=None):
     Returns
     -------
     weights : UserWeights
-    counts_only : bool
-        Whether only the row counts' release was made (``plan.counts.loss``
-        is then the whole spend).
+    n_releases : int
+        How many of the plan's releases were made (:meth:`WeightPlan.spent`
+        is their loss, :meth:`WeightPlan.spent_share` their share).
     """
     n, d = plan.n_users, plan.n_features
     zc = np.clip(np.asarray(Z, dtype=np.float64), -1.0, 1.0)
@@ -486,16 +509,22 @@ def release_user_weights(Z, counts, spreads, plan, random_state=None):
         total = max(sums[0], floor)
         center = np.clip(sums[1:] / total, -1.0, 1.0)
         return UserWeights("row_mean", center, None, np.full(d, total),
-                           np.ones(d, bool), plan.max_rows), False
+                           np.ones(d, bool), plan.max_rows), 1
     buckets = row_count_buckets(counts)
     seed0, seed1 = seed1.spawn(2)
     N = np.maximum(_release(np.ones((n, 1)), plan.counts, seed0, blocks=buckets), 0.0)
     sd0 = _noise_sd(plan.counts)
     occupied = N > OCCUPIED_SD * sd0
-    if spreads is None or occupied.sum() < 2 or N[1:].sum() < 10.0 * sd0:
-        # one bucket (balanced users), or too few with two rows or more:
-        # nothing to weight; only the counts were spent
-        return _equal(np.zeros(d), n, d), True
+    top = int(np.argmax(N))
+    dominant = (N[top] >= DOMINANT_SHARE * n
+                and not occupied[top + 1:].any())  # and it has the most rows
+    if (spreads is None or occupied.sum() < 2 or N[1:].sum() < 10.0 * sd0
+            or dominant):
+        # one bucket (balanced users); too few users with two rows or more;
+        # or nearly all users in the bucket with the most rows, where
+        # down-weighting the few others cannot pay for the next releases:
+        # only the counts were spent
+        return _equal(np.zeros(d), n, d), 1
     S = _release(zc, plan.first, seed1, blocks=buckets).reshape(N_BUCKETS, d)
     center = np.clip(S.sum(axis=0) / n, -1.0, 1.0)  # (n is public)
     dev = np.abs(zc - center) / 2.0  # in [0, 1]: c and z are in the box
@@ -509,8 +538,8 @@ def release_user_weights(Z, counts, spreads, plan, random_state=None):
         N, S, 2.0 * second[:d], second[d:], center, n, min_rows, sd0,
         _noise_sd(plan.first), plan.estimate_noise_variance * n * n)
     if wb is None:
-        return _equal(center, n, d, tuple(status)), False
-    return UserWeights("auto", center, wb, total, chosen, status=tuple(status)), False
+        return _equal(center, n, d, tuple(status)), 3
+    return UserWeights("auto", center, wb, total, chosen, status=tuple(status)), 3
 
 
 def _equal(center, n, d, status=()):

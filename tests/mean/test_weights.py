@@ -37,6 +37,11 @@ def test_privacy_map_is_the_composition_of_the_plans(budget, estimand):
     parts = ([plan.first.loss] if plan.second is None else
              [plan.counts.loss, plan.first.loss, plan.second.loss])
     assert plan.loss == compose(*parts)
+    assert plan.spent(len(parts)) == plan.loss
+    if len(parts) == 3:  # released in order
+        for k in range(1, 3):
+            assert plan.spent(k) == compose(*parts[:k])
+        assert plan.spent_share(1) == 0.25 and plan.spent_share(3) == 1.0
     if isinstance(budget, PureDP):
         assert plan.loss.epsilon <= budget.epsilon * (1 + 1e-12)
     else:
@@ -201,7 +206,8 @@ def _released_statistic(kind, changed, plan, seed, control):
     changed user moves most.
 
     ``kind``: ``"counts"`` (first release: the count of the 64–255-row
-    bucket; the user has 200 rows or 2), ``"spreads"`` (second release: the
+    bucket; the user has 200 rows or 2), ``"sums"`` (the 2–3-row bucket's
+    sum; the user's mean at +1 or −1), ``"spreads"`` (second release: the
     user's row standard deviation, 1 or 0) or ``"row_total"`` (row_mean: the
     weighted total; the user has 10 rows or 1, cap 10). ``control``: the
     positive control, the same release and noise with the user's statistic
@@ -216,11 +222,19 @@ def _released_statistic(kind, changed, plan, seed, control):
                else dataclasses.replace(plan.counts, ball=ball))
         sums = wm._release(w[:, None], rel, ss, blocks=wm.row_count_buckets(counts))
         return sums[4]
+    if kind == "sums":  # the user (2 rows) at +1 or −1 (positive control: ±50)
+        counts = np.full(n, 2)
+        z = np.zeros(n)
+        z[-1] = (50.0 if control else 1.0) * (1 if changed else -1)
+        rel = plan.first if ball is None else dataclasses.replace(plan.first, ball=ball)
+        sums = wm._release(z[:, None], rel, ss, blocks=wm.row_count_buckets(counts))
+        return sums[1]
     if kind == "spreads":
         sd = np.zeros(n)
         sd[-1] = (50.0 if control else 1.0) if changed else 0.0
         vals = np.column_stack([np.zeros(n), sd])
-        rel = plan.second if ball is None else dataclasses.replace(plan.second, ball=ball)
+        rel = (plan.second if ball is None
+               else dataclasses.replace(plan.second, ball=ball))
         return wm._release(vals, rel, ss, center=0.5)[1]
     k = plan.max_rows
     m = np.r_[np.full(n - 1, 3), k if changed else 1]
@@ -231,7 +245,7 @@ def _released_statistic(kind, changed, plan, seed, control):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("kind", ["counts", "spreads", "row_total"])
+@pytest.mark.parametrize("kind", ["counts", "sums", "spreads", "row_total"])
 @pytest.mark.parametrize("budget", [PureDP(1.0), ZCDP(0.05)], ids=["pure", "zcdp"])
 def test_audit_of_the_weights_releases(kind, budget):
     plan = wm.plan_weights(51, 1, budget, estimate_budget=PureDP(1.0),
