@@ -3,9 +3,9 @@
 Three parts, each printed and saved to ``benchmarks/results/unbalanced*.json``:
 
 A. Synthetic, 1-D, n = 2000 users: half with 2 rows, half with ``m_big``
-   rows (m_big ∈ {2, 8, 32, 128, 512}); skewed rows (lognormal, σ = 1)
-   scaled by a user effect (1 + 0.1·N(0, 1)); declared box [0, 10]. The
-   ``UserMeanEstimator(weighting="auto")`` against the same
+   rows (m_big ∈ {2, 8, 32, 128, 200, 512}); skewed rows (lognormal, σ = 1)
+   scaled by a user effect (1 + 0.1·N(0, 1)); declared box [0, 10];
+   ε ∈ {1, 4, 16}. ``UserMeanEstimator(weighting="auto")`` against the same
    estimator with equal weights, on the data truncated to 2 rows per user,
    and on the big users only (the oracle that knows who they are). RMSE
    about the population mean of the users' means (1), and the log-log slope
@@ -13,15 +13,16 @@ A. Synthetic, 1-D, n = 2000 users: half with 2 rows, half with ``m_big``
 B. The row estimand on public unbalanced panels (codebook bounds): relative
    bias of ``estimand="row_mean"`` with ``max_rows`` = the panel's largest
    row count (public here: the panel is public) against the row mean, at
-   ε = 1000.
-C. The same panels at ε = 1, as populations (two-stage bootstrap: users,
+   ε = 1000 (mean of 5·R fits, with its standard error).
+C. The same panels at ε ∈ {1, 4, 16}, as populations (two-stage bootstrap: users,
    then each user's rows, with replacement): weighting="auto" against
    ``weighting="equal"``, RMSE about the mean of the users' means per
    column, with the standard error of the RMSE difference (paired runs).
 
 Usage::
 
-    python benchmarks/bench_unbalanced.py [--quick] [--reps R] [--eps-a E]
+    python benchmarks/bench_unbalanced.py [--quick] [--reps R] [--eps-a E ...]
+                                          [--parts abc]
 """
 
 import argparse
@@ -60,7 +61,7 @@ def _fit(X, groups, **kw):
         return UserMeanEstimator(**kw).fit(X, groups=groups).mean_
 
 
-def part_a(reps, eps, n=2000, m_grid=(2, 8, 32, 128, 512)):
+def part_a(reps, eps, n=2000, m_grid=(2, 8, 32, 128, 200, 512)):
     rows = []
     for m_big in m_grid:
         err = {k: [] for k in ("weighted", "equal", "truncated", "big_only")}
@@ -202,7 +203,7 @@ def main(argv=None):
     res = {}
     if "a" in a.parts:
         res["a"] = [part_a(reps, eps, m_grid=(2, 32, 512) if a.quick
-                           else (2, 8, 32, 128, 512)) for eps in a.eps_a]
+                           else (2, 8, 32, 128, 200, 512)) for eps in a.eps_a]
     if "b" in a.parts:
         res["b"] = part_b(seeds=2 if a.quick else 5 * reps)
     if "c" in a.parts:
