@@ -113,7 +113,7 @@ def test_rule_sees_only_public_scalars(monkeypatch):
     assert args == (300, 4, 0.5, 1e-6)
     assert kwargs == dict(bounds=(-100.0, 100.0), radius=2.0, center=None,
                           samples_per_user=None, moment_order=None,
-                          moment_bound=None)
+                          moment_bound=None, weighted=False)
 
 
 def test_fitted_delegate_and_minimum_users():
