@@ -239,9 +239,13 @@ class UserLevelMeanEstimator(ConfidenceIntervalMixin, UserLevelMixin, BaseEstima
                     U, counts, rows, codes, budget, wt_budget, scaled=scale is not None)
                 if spent < 1.0:
                     # releases not made: their share goes back to the estimate
-                    # (the same split at the spent share, from the released
-                    # values; the same seeds)
-                    budget = self._split_share(before, share * spent, wt_budget[3])[0]
+                    # (the same split at the share spent, decided from the
+                    # released values: adaptive composition; the estimate's
+                    # seed is the same child as in the first split)
+                    budget, part = self._split_share(before, share * spent,
+                                                     wt_budget[3])
+                    if part is None:  # (cannot happen: a smaller part than before)
+                        raise RuntimeError("the weights' share could not be split")
             if scale is None:
                 W, working = U, budget
             else:
@@ -263,7 +267,17 @@ class UserLevelMeanEstimator(ConfidenceIntervalMixin, UserLevelMixin, BaseEstima
                 mean_w = weights.center + g * (np.asarray(mean_w) - weights.center)
                 self._weight_scale = g
                 if state is not None:
-                    state = state.scaled(weights.center * (1.0 - g), g)
+                    # (the released W̃'s own error, (θ_w − c)(W − W̃)/W, is of
+                    # second order and not in the interval)
+                    state = dataclasses.replace(
+                        state.scaled(weights.center * (1.0 - g), g),
+                        estimand=(f"the row-level mean, each user's rows capped at "
+                                  f"max_rows={self.max_rows}"
+                                  if weights.kind == "row_mean" else
+                                  "the weighted mean of the users' means "
+                                  "(weighting='auto': equal to the mean of the "
+                                  "users' means when row counts are unrelated to "
+                                  "the values)"))
             mean = working.to_natural(mean_w)
             loss = budget.total_loss(loss)
             if state is not None and scale is not None:
@@ -344,12 +358,16 @@ class UserLevelMeanEstimator(ConfidenceIntervalMixin, UserLevelMixin, BaseEstima
                     "estimand='row_mean' needs max_rows, the public cap on the rows "
                     "a user counts for (not read from the data: the estimand would "
                     "then be private).")
+            if self.max_rows == 1:
+                self.weighting_reason_ = ("max_rows=1: every user counts once (the "
+                                          "mean of the users' means)")
+                return None
             if budget.lower is None:
                 raise ValueError(
                     f"{type(self).__name__}: estimand='row_mean' needs the box of the "
                     "users' means (bounds=, declared or 'auto'): its weighted total "
                     "is released within it. This configuration uses none.")
-            return "row_mean" if self.max_rows > 1 else None
+            return "row_mean"
         if self.max_rows is not None:
             raise ValueError(
                 f"max_rows={self.max_rows!r} applies to estimand='row_mean' only; "

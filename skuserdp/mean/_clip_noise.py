@@ -408,7 +408,10 @@ class ClipNoiseMeanEstimator(UserLevelMeanEstimator):
         self.n_jobs = n_jobs
 
     def _needs_bounds(self):
-        return self.radius is None or self.center is None
+        # users weighted by their row counts need the box for the weights'
+        # statistics, even with a declared ball
+        weighted = self.weighting == "auto" or self.estimand == "row_mean"
+        return self.radius is None or self.center is None or weighted
 
     def _scales_box(self):
         # a declared radius is an l2 bound in the units of X: it would map to

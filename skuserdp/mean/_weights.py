@@ -437,7 +437,13 @@ class UserWeights:
         if self.kind == "equal":
             return Z
         w = self.user_weights(counts)
-        return self.center + w * (np.asarray(Z) - self.center)
+        # a convex combination of finite values (never c + w·(z − c), whose
+        # difference can overflow for users far out in the units of X; a
+        # fit must not fail on one user's data); rounding at the float64
+        # limit is clipped back
+        out = (1.0 - w) * self.center + w * np.asarray(Z, dtype=np.float64)
+        big = np.finfo(np.float64).max
+        return np.clip(out, -big, big, out=out)
 
     def scale(self, n_users):
         """``g = n/W̃`` per column: ``θ̂ = c + g∘(mean(z')~ − c)``."""
@@ -449,6 +455,8 @@ class UserWeights:
 def _release(values, plan, seed, *, center=0.0, blocks=None):
     """Clip-and-noise release of ``values`` (``blocks``: each user's vector in
     the block of its bucket, zeros elsewhere); returns the noisy *sums*."""
+    # (a centre with blocks would need the private per-bucket counts)
+    assert blocks is None or np.all(np.asarray(center) == 0.0)
     if blocks is None:
         total = encode_sum(values, center=center, radius=plan.ball, grid=plan.grid,
                            norm=plan.norm)
@@ -512,7 +520,8 @@ def release_user_weights(Z, counts, spreads, plan, random_state=None):
                            np.ones(d, bool), plan.max_rows), 1
     buckets = row_count_buckets(counts)
     seed0, seed1 = seed1.spawn(2)
-    N = np.maximum(_release(np.ones((n, 1)), plan.counts, seed0, blocks=buckets), 0.0)
+    N_raw = _release(np.ones((n, 1)), plan.counts, seed0, blocks=buckets)
+    N = np.maximum(N_raw, 0.0)
     sd0 = _noise_sd(plan.counts)
     occupied = N > OCCUPIED_SD * sd0
     top = int(np.argmax(N))
@@ -537,6 +546,10 @@ def release_user_weights(Z, counts, spreads, plan, random_state=None):
     wb, total, chosen, status = _choose_weights(
         N, S, 2.0 * second[:d], second[d:], center, n, min_rows, sd0,
         _noise_sd(plan.first), plan.estimate_noise_variance * n * n)
+    if wb is not None:
+        # W̃ from the unclamped released counts (clamping at 0 would bias it
+        # upwards by the empty buckets' noise)
+        total = np.where(chosen, np.maximum(N_raw @ wb, 1.0), float(n))
     if wb is None:
         return _equal(center, n, d, tuple(status)), 3
     return UserWeights("auto", center, wb, total, chosen, status=tuple(status)), 3

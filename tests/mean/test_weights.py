@@ -287,11 +287,50 @@ def test_chooser_keeps_the_box_when_users_are_weighted():
                               **kw)[0] == "column_scaled"
 
 
-def test_row_mean_needs_a_box():
+def test_declared_ball_learns_a_box_for_the_weights():
+    # ClipNoise with a declared ball uses no box, but the row estimand's
+    # statistics need one: bounds="auto" then learns it (charged)
     from skuserdp.mean import ClipNoiseMeanEstimator
 
-    X, g, _ = _unbalanced(n=200, m_big=5)
-    est = ClipNoiseMeanEstimator(radius=10.0, center=1.0, estimand="row_mean",
-                                 max_rows=5)
-    with pytest.raises(ValueError, match="needs the box"):
-        est.fit(X, groups=g)
+    X, g, _ = _unbalanced(n=3000, m_big=5)
+    est = ClipNoiseMeanEstimator(epsilon=4.0, radius=10.0, center=1.0,
+                                 estimand="row_mean", max_rows=5, random_state=0)
+    est.fit(X, groups=g)
+    assert est.bounds_ is not None and est.weighting_ == "row_mean"
+    assert est.epsilon_ <= 4.0 + 1e-9
+
+
+def test_transform_never_overflows_for_users_far_out():
+    # in the units of X (a declared ball: the estimator runs unscaled),
+    # c + w·(z − c) overflowed for a user near the float64 limit, so whether
+    # fit raised depended on one user's data
+    from skuserdp.mean import ClipNoiseMeanEstimator
+
+    X, g, _ = _unbalanced(n=200, m_big=5, seed=2)
+    for far in (-0.9e308, 1.7e308):
+        X2 = X.copy()
+        X2[g == 0] = far
+        est = ClipNoiseMeanEstimator(radius=1.0, center=1.0, bounds=(-1e308, 1.7e308),
+                                     estimand="row_mean", max_rows=5, random_state=0)
+        est.fit(X2, groups=g)
+        assert np.isfinite(est.mean_).all()
+
+
+def test_row_mean_with_one_row_is_the_users_mean_and_spends_nothing():
+    X, g, _ = _unbalanced(n=300, m_big=5)
+    kw = dict(bounds=(0.0, 10.0), random_state=0)
+    a = ColumnScaledMeanEstimator(estimand="row_mean", max_rows=1, **kw).fit(X, groups=g)
+    b = ColumnScaledMeanEstimator(**kw).fit(X, groups=g)
+    assert np.array_equal(a.mean_, b.mean_) and a.weights_share_ == 0.0
+    assert "max_rows=1" in a.weighting_reason_
+
+
+def test_declared_ball_keeps_the_box_when_users_are_weighted():
+    from skuserdp.mean import ClipNoiseMeanEstimator
+
+    X, g, _ = _unbalanced(n=500, m_big=10)
+    est = ClipNoiseMeanEstimator(radius=5.0, center=1.0, bounds=(0.0, 10.0),
+                                 estimand="row_mean", max_rows=10,
+                                 random_state=0).fit(X, groups=g)
+    assert est.weighting_ == "row_mean"
+    assert "row-level mean" in est._interval_state.estimand
