@@ -319,7 +319,8 @@ def test_transform_never_overflows_for_users_far_out():
 def test_row_mean_with_one_row_is_the_users_mean_and_spends_nothing():
     X, g, _ = _unbalanced(n=300, m_big=5)
     kw = dict(bounds=(0.0, 10.0), random_state=0)
-    a = ColumnScaledMeanEstimator(estimand="row_mean", max_rows=1, **kw).fit(X, groups=g)
+    a = ColumnScaledMeanEstimator(estimand="row_mean", max_rows=1, **kw)
+    a.fit(X, groups=g)
     b = ColumnScaledMeanEstimator(**kw).fit(X, groups=g)
     assert np.array_equal(a.mean_, b.mean_) and a.weights_share_ == 0.0
     assert "max_rows=1" in a.weighting_reason_
