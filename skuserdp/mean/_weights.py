@@ -51,7 +51,8 @@ Two weightings:
     block (zeros elsewhere: a user that changes bucket moves the vector by
     at most twice its norm):
 
-    0. the bucket counts ``N_b`` (a quarter of the share). When they show
+    0. the bucket counts ``N_b`` (a quarter of the share; a histogram with
+       integer noise at its replace-one sensitivity ``√2``, or 2 in ℓ1). When they show
        one occupied bucket (balanced users) or too few users with two rows
        or more, nothing else is released and the rest of the share goes back
        to the estimate;
@@ -90,12 +91,13 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import gammaln, ndtr
 
-from ..mechanisms import add_noise
+from ..mechanisms import add_noise, calibrate_noise
 from ..mechanisms._lattice import encode_sum
 from ..privacy import (
     ApproxDP,
     PureDP,
     compose,
+    replace_one_histogram_sensitivity,
     split_off,
     split_zcdp,
     split_zcdp_shares,
@@ -355,9 +357,9 @@ def plan_weights(n_users, n_features, budget, *, estimate_budget, estimand="user
         # something to weight (RELEASE_SHARES of the weights' budget)
         b0, rest = _split(budget, RELEASE_SHARES[0])
         b1, b2 = _split(rest, 0.5)
-        # each user's 1 in its bucket's entry: norm 1 (a user moving between
-        # buckets moves the vector by √2 ≤ 2·1)
-        counts = plan_clip_noise(n, 1, budget=b0, radius=1.0, calibration=calibration)
+        # the histogram of the users' buckets: exact integers, replace-one
+        # sensitivity √2 (ℓ2) or 2 (ℓ1) (a user changes at most two cells)
+        counts = plan_bucket_counts(n, b0, calibration=calibration)
         # z in [-1, 1]^d in its bucket's block: ℓ2 norm ≤ √d, ℓ1 ≤ d (the pure
         # plan's ℓ1 ball is radius·√dim = d)
         first = plan_clip_noise(n, d, budget=b1, radius=math.sqrt(d),
@@ -385,6 +387,56 @@ def _estimate_noise_variance(n, d, budget, calibration):
     if isinstance(budget, PureDP) or getattr(budget, "delta", 0.0) == 0.0:
         return float(laplace)
     return float(min(laplace, gauss))
+
+
+@dataclass(frozen=True)
+class CountsPlan:
+    """The row counts' release: a histogram of the users' buckets with
+    integer noise at the replace-one sensitivity of a histogram
+    (:func:`~skuserdp.privacy.replace_one_histogram_sensitivity`).
+
+    Attributes
+    ----------
+    n_users : int
+    noise : DiscreteLaplaceNoise or DiscreteGaussianNoise
+    sensitivity : float
+    loss : PureDP or ZCDP
+    """
+
+    n_users: int
+    noise: object
+    sensitivity: float
+    loss: object
+
+    @property
+    def noise_variance(self):
+        """Variance of the noise of one count, over ``n_users²`` (as a
+        :class:`~skuserdp.mean.ClipNoisePlan`'s, per coordinate of a mean)."""
+        return (float(self.noise.std) / self.n_users) ** 2
+
+
+def plan_bucket_counts(n_users, budget, *, calibration="tight"):
+    """Plan the row counts' release (public values).
+
+    Examples
+    --------
+    >>> from skuserdp.mean._weights import plan_bucket_counts
+    >>> from skuserdp.privacy import PureDP
+    >>> plan_bucket_counts(100, PureDP(1.0)).sensitivity
+    2.0
+    """
+    norm = "l1" if isinstance(budget, PureDP) else "l2"
+    sensitivity = float(replace_one_histogram_sensitivity(1, norm))
+    noise = calibrate_noise(budget, sensitivity, calibration=calibration)
+    return CountsPlan(int(n_users), noise, sensitivity, noise.privacy(sensitivity))
+
+
+def _release_counts(buckets, plan, seed, per_user=None):
+    """The noisy histogram of the users' buckets (``per_user``: what each
+    user adds to its cell, 1 by default; other values are for tests)."""
+    w = np.ones(buckets.shape[0]) if per_user is None else per_user
+    exact = np.rint(np.bincount(buckets, weights=w, minlength=N_BUCKETS))
+    return add_noise(exact.astype(np.int64), plan.noise, seed).astype(np.float64)
 
 
 @dataclass(frozen=True)
@@ -520,7 +572,7 @@ def release_user_weights(Z, counts, spreads, plan, random_state=None):
                            np.ones(d, bool), plan.max_rows), 1
     buckets = row_count_buckets(counts)
     seed0, seed1 = seed1.spawn(2)
-    N_raw = _release(np.ones((n, 1)), plan.counts, seed0, blocks=buckets)
+    N_raw = _release_counts(buckets, plan.counts, seed0)
     N = np.maximum(N_raw, 0.0)
     sd0 = _noise_sd(plan.counts)
     occupied = N > OCCUPIED_SD * sd0

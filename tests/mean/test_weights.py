@@ -11,7 +11,13 @@ import pytest
 
 from skuserdp.mean import ColumnScaledMeanEstimator, UserMeanEstimator
 from skuserdp.mean import _weights as wm
-from skuserdp.privacy import PureDP, ZCDP, compose, zcdp_to_approx_dp
+from skuserdp.privacy import (
+    PureDP,
+    ZCDP,
+    compose,
+    replace_one_histogram_sensitivity,
+    zcdp_to_approx_dp,
+)
 from skuserdp.testing import epsilon_lower_bound
 
 
@@ -52,7 +58,9 @@ def test_privacy_map_is_the_composition_of_the_plans(budget, estimand):
     extreme = np.r_[1.0, np.ones(d)] if estimand == "row_mean" else np.ones(d)
     assert np.linalg.norm(extreme) <= r + 1e-12  # (w, w·z) or z at a corner
     if plan.counts is not None:
-        assert plan.counts.radius == 1.0
+        norm = "l1" if isinstance(budget, PureDP) else "l2"
+        assert plan.counts.sensitivity == replace_one_histogram_sensitivity(1, norm)
+        assert plan.counts.loss == plan.counts.noise.privacy(plan.counts.sensitivity)
     if plan.second is not None:
         v = np.r_[np.ones(d), np.zeros(d)]  # (|z − c|/2, s) at a corner
         assert np.linalg.norm(v - 0.5) <= plan.second.radius + 1e-12
@@ -75,9 +83,9 @@ def test_replace_one_moves_the_padded_vectors_by_at_most_twice_the_radius():
              ((2, np.ones(d)), (3, -np.ones(d))),
              ((1, np.ones(d)), (10 ** 6, np.zeros(d)))]
     for (ma, za), (mb, zb) in pairs:
-        a, b = padded(ma, [1.0]), padded(mb, [1.0])
-        assert np.linalg.norm(a - b) <= 2 * 1.0 + 1e-12
-        assert np.abs(a - b).sum() <= 2 * 1.0 + 1e-12
+        a, b = padded(ma, [1.0]), padded(mb, [1.0])  # the counts' histogram
+        assert np.linalg.norm(a - b) <= replace_one_histogram_sensitivity(1, "l2")
+        assert np.abs(a - b).sum() <= replace_one_histogram_sensitivity(1, "l1")
         a, b = padded(ma, za), padded(mb, zb)
         assert np.linalg.norm(a - b) <= 2 * math.sqrt(d) + 1e-12
         assert np.abs(a - b).sum() <= 2 * d + 1e-12
@@ -218,10 +226,8 @@ def _released_statistic(kind, changed, plan, seed, control):
     if kind == "counts":
         counts = np.r_[np.full(n - 1, 2), 200 if changed else 2]
         w = counts.astype(float) if control else np.ones(n)
-        rel = (plan.counts if ball is None
-               else dataclasses.replace(plan.counts, ball=ball))
-        sums = wm._release(w[:, None], rel, ss, blocks=wm.row_count_buckets(counts))
-        return sums[4]
+        return wm._release_counts(wm.row_count_buckets(counts), plan.counts, ss,
+                                  per_user=w)[4]
     if kind == "sums":  # the user (2 rows) at +1 or −1 (positive control: ±50)
         counts = np.full(n, 2)
         z = np.zeros(n)
