@@ -70,12 +70,17 @@ def test_errors_are_clear(tmp_path, capsys):
     assert "no column 'user'" in capsys.readouterr().err
 
 
-def test_report_values_come_from_the_fit_and_the_public_plans(tmp_path):
+def _clinic_report(tmp_path, **kw):
+    """The report of the clinic CSV at ε = 1, δ = 1e-6, logged to
+    ``tmp_path/log.txt``."""
     data = _write_csv(tmp_path / "clinic.csv")
     with open(tmp_path / "log.txt", "w") as log:
-        res = run_report(data, groups="patient", epsilon=1.0, delta=1e-6,
-                         bounds="0,200", png=tmp_path / "r.png", random_state=0,
-                         out=log)
+        return run_report(data, groups="patient", epsilon=1.0, delta=1e-6,
+                          png=tmp_path / "r.png", random_state=0, out=log, **kw)
+
+
+def test_report_values_come_from_the_fit_and_the_public_plans(tmp_path):
+    res = _clinic_report(tmp_path, bounds="0,200")
     est = res["estimator"]
     assert est.epsilon_ <= 1.0 and est.n_users_ == 1500
     assert res["noise_std"] is est.noise_std_ and (est.noise_std_ > 0).all()
@@ -135,11 +140,7 @@ def test_noise_bars_when_the_fit_has_no_interval(tmp_path, monkeypatch):
     from skuserdp.mean import UserMeanEstimator
 
     monkeypatch.setitem(UserMeanEstimator.__init__.__kwdefaults__, "ci_share", 0.0)
-    data = _write_csv(tmp_path / "clinic.csv")
-    with open(tmp_path / "log.txt", "w") as log:
-        res = run_report(data, groups="patient", epsilon=1.0, delta=1e-6,
-                         bounds="0,200", png=tmp_path / "r.png", random_state=0,
-                         out=log)
+    res = _clinic_report(tmp_path, bounds="0,200")
     est = res["estimator"]
     assert est.ci_share == 0.0 and res["conf_int"] is None
     assert "ci_share=0" in res["no_interval_reason"]
@@ -159,10 +160,7 @@ def test_noise_bars_when_the_fit_has_no_interval(tmp_path, monkeypatch):
 def test_a_learned_box_prints_the_intervals_caveat(tmp_path):
     # bounds="auto": the interval covers the clipped mean only; conf_int's
     # warning is printed (not raised: all warnings are errors here)
-    data = _write_csv(tmp_path / "clinic.csv")
-    with open(tmp_path / "log.txt", "w") as log:
-        res = run_report(data, groups="patient", epsilon=1.0, delta=1e-6,
-                         png=tmp_path / "r.png", random_state=0, out=log)
+    res = _clinic_report(tmp_path)
     assert res["conf_int"] is not None
     text = (tmp_path / "log.txt").read_text()
     assert CI_LABEL in text
