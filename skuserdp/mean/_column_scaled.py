@@ -35,6 +35,7 @@ from ..privacy import (
     split_off,
     split_zcdp,
 )
+from ..utils._docstrings import fill_doc
 from ..utils._random import make_seed_sequence
 from ..utils._validation import feature_labels
 from ..utils._warnings import warn_at_caller
@@ -44,6 +45,7 @@ from ._clip_noise import clip_noise_from_plan, plan_clip_noise
 __all__ = ["ColumnScaledMeanEstimator"]
 
 
+@fill_doc
 class ColumnScaledMeanEstimator(UserLevelMeanEstimator):
     """User-level private mean, with noise scaled to each column's box.
 
@@ -92,43 +94,7 @@ class ColumnScaledMeanEstimator(UserLevelMeanEstimator):
         clipped to the box: the population mean when the declared box is the
         data's public range (with ``bounds="auto"``, ``conf_int`` warns that
         it covers only the clipped mean).
-    weighting : {"equal", "auto"}, default="equal"
-        How users with different numbers of rows are weighted (estimand
-        ``"user_mean"``). ``"equal"``: every user alike, nothing spent.
-        ``"auto"``: a user with few rows gets less weight where its mean is
-        noisier (capped inverse-variance weights in ``[0, 1]`` per column, from
-        released row counts and spreads; ``weights_share`` of the budget). A
-        user's influence stays bounded whatever its row count, so the noise is
-        the unweighted one. ``"auto"`` *assumes the number of rows a user has
-        is unrelated to its values*: otherwise the weighted mean is a different
-        quantity. Columns where the released statistics show such a relation
-        (only gross ones can be seen), or predict no gain, keep equal weights;
-        with too few users for the budget nothing is spent. ``weighting_``,
-        ``weighting_status_`` and ``weighting_reason_`` report what was done
-        (user guide, "Unbalanced users").
-    estimand : {"user_mean", "row_mean"}, default="user_mean"
-        The population quantity: the mean of the users' means (every user
-        counts once), or the row-level mean with each user's rows counted up
-        to ``max_rows`` (as OpenDP's ``truncate_per_group`` or Tumult's
-        ``MaxRowsPerID``, but using all rows: a user with ``m`` rows counts
-        ``min(m, max_rows)`` times). The second equals the plain row mean when
-        no user has more than ``max_rows`` rows or when the row counts are
-        unrelated to the users' values; otherwise it differs from it by its
-        truncation bias. ``weighting`` is then not used.
-    max_rows : int, default=None
-        Public cap on the rows a user counts for; required by
-        ``estimand="row_mean"`` (not read from the data: that would make the
-        estimand private).
-    weights_share : "auto" or float, default="auto"
-        Share of the budget (of ρ under zCDP accounting, of ε otherwise) for
-        the weights' releases when ``weighting="auto"`` or
-        ``estimand="row_mean"``. ``"auto"`` picks it from public values: the
-        smallest of 0.1, 0.15, 0.2, 0.25, 0.3 at which the released row counts
-        are precise to 1 % of the users; when none is, ``weighting="auto"``
-        spends nothing (``estimand="row_mean"`` takes 0.3). The releases after
-        the row counts are made only when these show something to weight; the
-        share not spent goes to the estimate. The share spent is
-        ``weights_share_``.
+    {weighting}
     calibration : {"tight", "paper"}, default="tight"
         Calibration of the Gaussian noise for ``delta > 0``.
     random_state : int, RandomState, SeedSequence or None, default=None
