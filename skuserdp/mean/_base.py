@@ -141,6 +141,23 @@ class FitBudget:
         return radius
 
 
+def split_fit_budget(epsilon, delta, share, zcdp):
+    """``(part, rest)``: ``share`` of an (ε, δ) budget, as every fit splits
+    off a share (the interval's, the weights'): of ρ in zCDP
+    (:func:`~skuserdp.privacy.split_zcdp`; ``rest`` the (ε, δ) of the rest),
+    else of ε as a pure release (:func:`~skuserdp.privacy.split_off`);
+    ``(None, None)`` when a zCDP part would be worth ε 0."""
+    if zcdp:
+        try:
+            part, rest_eps = split_zcdp(epsilon, delta, share)
+        except ValueError:
+            return None, None
+        return part, ApproxDP(rest_eps, delta)
+    eps_part, rest = split_off(PureDP(epsilon) if delta == 0
+                               else ApproxDP(epsilon, delta), share)
+    return PureDP(eps_part), rest
+
+
 def _compose_any(a, b, delta):
     """``compose(a, b)``, or :func:`~skuserdp.privacy.compose_spend` at ``delta``
     when the two kinds do not compose directly (pure with zCDP)."""
@@ -325,26 +342,13 @@ class UserLevelMeanEstimator(ConfidenceIntervalMixin, UserLevelMixin, BaseEstima
                 if share == 0.0 and self._offers_interval() else
                 self._interval_unavailable())
             return budget, None
-        seed_fit, seed_ci = make_seed_sequence(budget.random_state).spawn(2)
-        if zcdp:
-            try:
-                ci, rest_eps = split_zcdp(budget.epsilon, budget.delta, share)
-            except ValueError:  # ε far below δ: a part would be worth ε 0
-                self._no_interval_reason = (
-                    f"epsilon={self.epsilon!r} is too small for delta={self.delta!r} "
-                    "to split off the interval's share in zCDP (a part would be "
-                    "worth epsilon 0); the whole budget went to the estimate.")
-                return budget, None
-            rest_delta = budget.delta
-        else:
-            eps_ci, rest = split_off(
-                PureDP(budget.epsilon) if budget.delta == 0
-                else ApproxDP(budget.epsilon, budget.delta), share)
-            ci, rest_eps = PureDP(eps_ci), rest.epsilon
-            rest_delta = budget.delta
-        rest = dataclasses.replace(budget, epsilon=rest_eps, delta=rest_delta,
-                                   random_state=seed_fit)
-        return rest, (ci, seed_ci)
+        rest, part = self._split_share(budget, share, zcdp)
+        if part is None:  # ε far below δ: a part would be worth ε 0
+            self._no_interval_reason = (
+                f"epsilon={self.epsilon!r} is too small for delta={self.delta!r} "
+                "to split off the interval's share in zCDP (a part would be "
+                "worth epsilon 0); the whole budget went to the estimate.")
+        return rest, part
 
     def _weights_kind(self, budget, has_rows):
         """``"row_mean"``, ``"auto"`` or ``None`` (equal weights, nothing
@@ -428,17 +432,10 @@ class UserLevelMeanEstimator(ConfidenceIntervalMixin, UserLevelMixin, BaseEstima
         release) off ``budget``, with independent seeds; ``(budget, None)``
         when a zCDP part would be worth ε 0."""
         seed_fit, seed_part = make_seed_sequence(budget.random_state).spawn(2)
-        if zcdp:
-            try:
-                part, rest_eps = split_zcdp(budget.epsilon, budget.delta, share)
-            except ValueError:
-                return budget, None
-        else:
-            eps_part, rest = split_off(
-                PureDP(budget.epsilon) if budget.delta == 0
-                else ApproxDP(budget.epsilon, budget.delta), share)
-            part, rest_eps = PureDP(eps_part), rest.epsilon
-        rest = dataclasses.replace(budget, epsilon=rest_eps, random_state=seed_fit)
+        part, rest = split_fit_budget(budget.epsilon, budget.delta, share, zcdp)
+        if part is None:
+            return budget, None
+        rest = dataclasses.replace(budget, epsilon=rest.epsilon, random_state=seed_fit)
         return rest, (part, seed_part)
 
     def _release_weights(self, U, counts, rows, codes, budget, wt, *, scaled):

@@ -93,17 +93,11 @@ from scipy.special import gammaln, ndtr
 
 from ..mechanisms import add_noise, calibrate_noise
 from ..mechanisms._lattice import encode_sum
-from ..privacy import (
-    ApproxDP,
-    PureDP,
-    compose,
-    replace_one_histogram_sensitivity,
-    split_off,
-    split_zcdp,
-    split_zcdp_shares,
-)
+from ..privacy import PureDP, compose, replace_one_histogram_sensitivity
 from ..utils._random import make_seed_sequence
+from ._base import split_fit_budget
 from ._clip_noise import plan_clip_noise
+from ._intervals import _split
 
 __all__ = ["N_BUCKETS", "WeightPlan", "UserWeights", "plan_weights",
            "choose_weights_share", "release_user_weights", "row_count_buckets",
@@ -285,7 +279,7 @@ def choose_weights_share(n_users, n_features, epsilon, delta, *, zcdp,
     True
     """
     for share in WEIGHTS_SHARES:
-        part, rest = _split_budget(epsilon, delta, share, zcdp)
+        part, rest = split_fit_budget(epsilon, delta, share, zcdp)
         if part is None:
             continue
         plan = plan_weights(n_users, n_features, part, estimate_budget=rest,
@@ -294,26 +288,6 @@ def choose_weights_share(n_users, n_features, epsilon, delta, *, zcdp,
         if _noise_sd(plan.counts or plan.first) * MIN_COUNT_PRECISION <= n_users:
             return share
     return WEIGHTS_SHARES[-1] if estimand == "row_mean" else None
-
-
-def _split_budget(epsilon, delta, share, zcdp):
-    """``(part, rest)`` of an (ε, δ) budget, as the estimators split it."""
-    if zcdp:
-        try:
-            part, rest_eps = split_zcdp(epsilon, delta, share)
-        except ValueError:
-            return None, None
-        return part, ApproxDP(rest_eps, delta)
-    eps_part, rest = split_off(PureDP(epsilon) if delta == 0
-                               else ApproxDP(epsilon, delta), share)
-    return PureDP(eps_part), rest
-
-
-def _split(budget, share):
-    if isinstance(budget, PureDP):
-        eps, rest = split_off(budget, share)
-        return PureDP(eps), rest
-    return split_zcdp_shares(budget, [share, 1 - share])
 
 
 def plan_weights(n_users, n_features, budget, *, estimate_budget, estimand="user_mean",
@@ -378,15 +352,17 @@ def _estimate_noise_variance(n, d, budget, calibration):
     discrete Laplace at ε/d (the box ``[-1, 1]`` per column) and one
     Gaussian release in the ball through the box's corners (δ > 0), as the
     per-column estimator chooses."""
-    gauss = plan_clip_noise(n, d, budget=budget, radius=math.sqrt(d),
-                            calibration=calibration).noise_variance
+    def gauss():
+        return float(plan_clip_noise(n, d, budget=budget, radius=math.sqrt(d),
+                                     calibration=calibration).noise_variance)
+
     if not hasattr(budget, "epsilon"):  # ρ-zCDP: the Gaussian release
-        return float(gauss)
-    eps = budget.epsilon
-    laplace = plan_clip_noise(n, 1, budget=PureDP(eps / d), radius=1.0).noise_variance
-    if isinstance(budget, PureDP) or getattr(budget, "delta", 0.0) == 0.0:
-        return float(laplace)
-    return float(min(laplace, gauss))
+        return gauss()
+    laplace = float(plan_clip_noise(n, 1, budget=PureDP(budget.epsilon / d),
+                                    radius=1.0).noise_variance)
+    if isinstance(budget, PureDP) or budget.delta == 0.0:
+        return laplace
+    return min(laplace, gauss())
 
 
 @dataclass(frozen=True)
