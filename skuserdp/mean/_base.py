@@ -448,8 +448,9 @@ class UserLevelMeanEstimator(ConfidenceIntervalMixin, UserLevelMixin, BaseEstima
         n, d = U.shape
         mid, half = budget.midpoint, budget.half_width
         Z = np.clip((U - mid) / half, -1.0, 1.0)
-        spreads = (user_row_spreads(rows, codes, U, counts, half) if kind == "auto"
-                   else None)
+        # (a pass over the rows, made only when the counts call for it)
+        spreads = ((lambda: user_row_spreads(rows, codes, U, counts, half))
+                   if kind == "auto" else None)
         estimate = (ApproxDP(budget.epsilon, budget.delta) if budget.delta > 0
                     else PureDP(budget.epsilon))
         plan = plan_weights(n, d, wt_budget, estimate_budget=estimate,

@@ -521,8 +521,9 @@ def release_user_weights(Z, counts, spreads, plan, random_state=None):
         ``[-1, 1]`` here). Not modified.
     counts : ndarray of shape (n_users,)
         The users' row counts (private).
-    spreads : ndarray of shape (n_users, n_features) or None
-        :func:`user_row_spreads` (``auto`` only; ``None``: equal weights).
+    spreads : callable or None
+        Returns :func:`user_row_spreads` (``auto`` only; called only when the
+        released counts show something to weight; ``None``: equal weights).
     plan : WeightPlan
     random_state : SeedSequence, int or None
 
@@ -569,7 +570,7 @@ def release_user_weights(Z, counts, spreads, plan, random_state=None):
     # show enough of them (the sd of a few skewed rows is biased low even
     # after the normal correction), else of all users with two rows or more
     min_rows = SD_MIN_ROWS if N[2:].sum() >= 10.0 * sd0 else 2
-    sd = np.where((counts >= min_rows)[:, None], np.minimum(spreads, 1.0), 0.0)
+    sd = np.where((counts >= min_rows)[:, None], np.minimum(spreads(), 1.0), 0.0)
     second = _release(np.column_stack([dev, sd]), plan.second, seed2, center=0.5)
     wb, total, chosen, status = _choose_weights(
         N, S, 2.0 * second[:d], second[d:], center, n, min_rows, sd0,
