@@ -46,10 +46,35 @@ CI_CONSTRAINTS = {
 
 #: parameter constraints of unbalanced users' weighting and of the estimand
 #: (:mod:`skuserdp.mean._weights`)
-WEIGHT_CONSTRAINTS = {
-    "weighting": [StrOptions({"auto", "equal"})],
+#: the parameter constraints of the estimand (``estimand``, ``max_rows``) of
+#: the mean estimators and the linear models
+ESTIMAND_CONSTRAINTS = {
     "estimand": [StrOptions({"user_mean", "row_mean"})],
     "max_rows": [None, Interval(Integral, 1, None, closed="left")],
+}
+
+
+def check_estimand(estimator):
+    """The cross-parameter rule of ``estimand`` and ``max_rows`` (each is
+    validated on its own by :data:`ESTIMAND_CONSTRAINTS`): ``"row_mean"``
+    needs the public cap ``max_rows``; ``"user_mean"`` refuses one (it has
+    no effect there, and a silently ignored cap would hide a mistake)."""
+    name = type(estimator).__name__
+    if estimator.estimand == "row_mean" and estimator.max_rows is None:
+        raise ValueError(
+            f"{name}: estimand='row_mean' needs max_rows, the public cap k on "
+            "the rows a user counts for (an int >= 1, chosen without looking "
+            "at the data; a user with m rows gets weight min(m, k)/k).")
+    if estimator.estimand == "user_mean" and estimator.max_rows is not None:
+        raise ValueError(
+            f"{name}: max_rows={estimator.max_rows!r} only applies to "
+            "estimand='row_mean'; with estimand='user_mean' (every user "
+            "weighs the same) leave max_rows=None.")
+
+
+WEIGHT_CONSTRAINTS = {
+    **ESTIMAND_CONSTRAINTS,
+    "weighting": [StrOptions({"auto", "equal"})],
     "weights_share": [StrOptions({"auto"}), Interval(Real, 0, 1, closed="neither")],
 }
 

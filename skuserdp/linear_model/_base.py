@@ -13,13 +13,11 @@ fitted model is mapped back to the units of ``X`` and ``y``.
 
 import math
 from dataclasses import dataclass
-from numbers import Integral
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.metrics import r2_score
-from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..base import (
@@ -89,31 +87,6 @@ def user_averaging_matrix(codes, n_users):
     n_rows = codes.shape[0]
     return sp.csr_array((1.0 / counts[codes], (codes, np.arange(n_rows))),
                         shape=(n_users, n_rows))
-
-
-#: the parameter constraints of the estimand (``estimand``, ``max_rows``)
-ESTIMAND_CONSTRAINTS = {
-    "estimand": [StrOptions({"user_mean", "row_mean"})],
-    "max_rows": [None, Interval(Integral, 1, None, closed="left")],
-}
-
-
-def check_estimand(estimator):
-    """The cross-parameter rule of ``estimand`` and ``max_rows`` (each is
-    validated on its own by :data:`ESTIMAND_CONSTRAINTS`): ``"row_mean"``
-    needs the public cap ``max_rows``; ``"user_mean"`` refuses one (it has
-    no effect there, and a silently ignored cap would hide a mistake)."""
-    name = type(estimator).__name__
-    if estimator.estimand == "row_mean" and estimator.max_rows is None:
-        raise ValueError(
-            f"{name}: estimand='row_mean' needs max_rows, the public cap k on "
-            "the rows a user counts for (an int >= 1, chosen without looking "
-            "at the data; a user with m rows gets weight min(m, k)/k).")
-    if estimator.estimand == "user_mean" and estimator.max_rows is not None:
-        raise ValueError(
-            f"{name}: max_rows={estimator.max_rows!r} only applies to "
-            "estimand='row_mean'; with estimand='user_mean' (every user "
-            "weighs the same) leave max_rows=None.")
 
 
 def row_mean_weights(counts, max_rows):

@@ -18,6 +18,7 @@ from sklearn.base import ClassifierMixin, _fit_context, clone
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 
+from ..base import ESTIMAND_CONSTRAINTS, check_estimand
 from ..exceptions import AccuracyWarning
 from ..mean._concentration import tau_gradients
 from ..mean._clip_noise import clip_noise_from_plan, plan_clip_noise
@@ -39,11 +40,9 @@ from ..utils._random import fit_random_state, make_seed_sequence
 from ..utils._warnings import warn_at_caller
 from ._base import (
     BOX_PARAMS_DOC,
-    ESTIMAND_CONSTRAINTS,
     ESTIMAND_NOTES_DOC,
     UserDPRegressorMixin,
     _UserDPLinearModel,
-    check_estimand,
     estimand_params_doc,
     project_rows,
     row_mean_weights,

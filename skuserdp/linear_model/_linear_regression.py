@@ -82,7 +82,7 @@ import numpy as np
 from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ..base import CI_CONSTRAINTS
+from ..base import CI_CONSTRAINTS, ESTIMAND_CONSTRAINTS, check_estimand
 from ..mean._base import _compose_any
 from ..mean._clip_noise import clip_noise_from_plan, plan_clip_noise
 from ..mechanisms._private_bounds import private_quantile
@@ -128,11 +128,9 @@ from ._regression_intervals import (
 )
 from ._base import (
     BOX_PARAMS_DOC,
-    ESTIMAND_CONSTRAINTS,
     ESTIMAND_NOTES_DOC,
     UserDPRegressorMixin,
     _UserDPLinearModel,
-    check_estimand,
     dask_user_columns,
     estimand_params_doc,
     in_memory_user_columns,

@@ -26,6 +26,7 @@ from ..base import (
     UserLevelMixin,
     _box_half_width,
     _box_midpoint,
+    check_estimand,
 )
 from ..exceptions import AccuracyWarning
 from ..mechanisms import learn_box_for_fit
@@ -356,12 +357,8 @@ class UserLevelMeanEstimator(ConfidenceIntervalMixin, UserLevelMixin, BaseEstima
         equal case with its reason."""
         if "weighting" not in self._parameter_constraints:
             return None
+        check_estimand(self)
         if self.estimand == "row_mean":
-            if self.max_rows is None:
-                raise ValueError(
-                    "estimand='row_mean' needs max_rows, the public cap on the rows "
-                    "a user counts for (not read from the data: the estimand would "
-                    "then be private).")
             if self.max_rows == 1:
                 self.weighting_reason_ = ("max_rows=1: every user counts once (the "
                                           "mean of the users' means)")
@@ -372,11 +369,6 @@ class UserLevelMeanEstimator(ConfidenceIntervalMixin, UserLevelMixin, BaseEstima
                     "users' means (bounds=, declared or 'auto'): its weighted total "
                     "is released within it. This configuration uses none.")
             return "row_mean"
-        if self.max_rows is not None:
-            raise ValueError(
-                f"max_rows={self.max_rows!r} applies to estimand='row_mean' only; "
-                "with estimand='user_mean' every user counts once (leave "
-                "max_rows=None).")
         if self.weighting == "equal":
             self.weighting_reason_ = "weighting='equal'"
             return None

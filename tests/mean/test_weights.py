@@ -162,7 +162,7 @@ def test_row_mean_needs_max_rows_and_user_mean_refuses_it():
     X, g, _ = _unbalanced(n=200, m_big=5)
     with pytest.raises(ValueError, match="needs max_rows"):
         ColumnScaledMeanEstimator(bounds=(0, 10), estimand="row_mean").fit(X, groups=g)
-    with pytest.raises(ValueError, match="row_mean' only"):
+    with pytest.raises(ValueError, match="only applies to estimand='row_mean'"):
         ColumnScaledMeanEstimator(bounds=(0, 10), max_rows=3).fit(X, groups=g)
 
 
