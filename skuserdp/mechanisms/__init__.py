@@ -36,6 +36,12 @@ from ._log_ranges import (
 from ._private_range import private_range, private_range_window
 from ._rotation import RandomHadamardRotation, fwht, padded_dimension
 from ._stability_histogram import stability_histogram_argmax
+from ._trimmed import (
+    TrimmedMeanPlan,
+    plan_trimmed_mean,
+    trimmed_mean_from_plan,
+    trimmed_sum,
+)
 from ._lattice import choose_grid, encode_contributions, exact_sum, round_to_grid
 from ._poisson import PoissonSumPlan, plan_poisson_sum, poisson_sum_from_plan
 from ._samplers import (
@@ -78,6 +84,10 @@ __all__ = [
     "learn_box_for_fit",
     "private_range_window",
     "stability_histogram_argmax",
+    "TrimmedMeanPlan",
+    "plan_trimmed_mean",
+    "trimmed_mean_from_plan",
+    "trimmed_sum",
     "fwht",
     "padded_dimension",
     "RandomHadamardRotation",

@@ -76,6 +76,8 @@ from ._sensitivity import (
     rank_one_psd_sum_sensitivity,
     replace_one_count_sensitivity,
     replace_one_sum_sensitivity,
+    replace_one_trimmed_mean_sensitivity,
+    replace_one_trimmed_sum_sensitivity,
     squared_deviation_ball,
 )
 from ._spectral import psd_min_eigenvalue_sensitivity, second_moment_bounds
@@ -123,6 +125,8 @@ __all__ = [
     "squared_deviation_ball",
     "rank_one_psd_sum_sensitivity",
     "replace_one_mean_sensitivity",
+    "replace_one_trimmed_sum_sensitivity",
+    "replace_one_trimmed_mean_sensitivity",
     "replace_one_histogram_sensitivity",
     "lattice_contribution_radius",
     "lattice_widened_sensitivity",

@@ -23,6 +23,8 @@ __all__ = [
     "NORMS",
     "replace_one_sum_sensitivity",
     "replace_one_mean_sensitivity",
+    "replace_one_trimmed_sum_sensitivity",
+    "replace_one_trimmed_mean_sensitivity",
     "replace_one_histogram_sensitivity",
     "lattice_contribution_radius",
     "lattice_widened_sensitivity",
@@ -130,6 +132,88 @@ def replace_one_mean_sensitivity(radius, n_users):
     """
     n_users = _check_count("n_users", n_users)
     return replace_one_sum_sensitivity(radius) / n_users
+
+
+def _check_trim(n_users, n_trim):
+    n_users = _check_count("n_users", n_users)
+    if isinstance(n_trim, bool) or int(n_trim) != n_trim or n_trim < 0:
+        raise ValueError(f"n_trim must be an integer >= 0, got {n_trim!r}.")
+    n_trim = int(n_trim)
+    if 2 * n_trim >= n_users:
+        raise ValueError(
+            f"n_trim={n_trim} trims 2*n_trim >= n_users={n_users} users: "
+            "nothing would be kept. Use 2*n_trim < n_users.")
+    return n_users, n_trim
+
+
+def replace_one_trimmed_sum_sensitivity(radius, n_users, n_trim):
+    """Sensitivity ``2R`` of a coordinate-wise trimmed sum of n contributions.
+
+    Per coordinate j, the trimmed sum ``S_j`` is the sum of the order
+    statistics ``k+1 .. n-k`` of the users' j-th coordinates (the ``k``
+    lowest and ``k`` highest dropped). As a function of one user's value it
+    is continuous and piecewise linear with slope 0 or 1, so replacing that
+    user's vector ``a`` by ``b`` moves ``S_j`` by at most ``|a_j - b_j|``,
+    and the whole vector ``S`` by at most ``||a - b|| <= 2R`` in every norm
+    (ℓ1, ℓ2, ℓ∞) in which the contributions lie in a ball of radius R around
+    a public centre: the same bound as the plain sum. Trimming buys
+    robustness, not privacy (:func:`replace_one_trimmed_mean_sensitivity`).
+
+    Parameters
+    ----------
+    radius : float
+        Bound R on the norm of every (centred) contribution.
+    n_users : int
+        Number of users (public under replace-one), ``>= 1``.
+    n_trim : int
+        Users dropped per side per coordinate, ``2·n_trim < n_users``.
+
+    Returns
+    -------
+    sensitivity : float
+
+    Examples
+    --------
+    >>> from skuserdp.privacy import replace_one_trimmed_sum_sensitivity
+    >>> replace_one_trimmed_sum_sensitivity(1.0, 100, 10)
+    2.0
+    """
+    _check_trim(n_users, n_trim)
+    return replace_one_sum_sensitivity(radius)
+
+
+def replace_one_trimmed_mean_sensitivity(radius, n_users, n_trim):
+    """Sensitivity ``2R/(n - 2k)`` of a coordinate-wise trimmed mean.
+
+    The trimmed mean divides the trimmed sum
+    (:func:`replace_one_trimmed_sum_sensitivity`) by the public number of
+    kept users ``n - 2k``. This is *more* than the plain mean's ``2R/n``
+    (:func:`replace_one_mean_sensitivity`): trimming costs a factor
+    ``n/(n - 2k)`` in noise and buys only robustness to up to ``k``
+    arbitrary users.
+
+    Parameters
+    ----------
+    radius : float
+        Bound R on the norm of every (centred) contribution.
+    n_users : int
+        Number of users (public under replace-one), ``>= 1``.
+    n_trim : int
+        Users dropped per side per coordinate, ``2·n_trim < n_users``.
+
+    Returns
+    -------
+    sensitivity : float
+
+    Examples
+    --------
+    >>> from skuserdp.privacy import replace_one_trimmed_mean_sensitivity
+    >>> replace_one_trimmed_mean_sensitivity(1.0, 48, 8)
+    0.0625
+    """
+    n_users, n_trim = _check_trim(n_users, n_trim)
+    return replace_one_trimmed_sum_sensitivity(radius, n_users, n_trim) / (
+        n_users - 2 * n_trim)
 
 
 def lattice_contribution_radius(radius_units, dim, norm):
