@@ -36,6 +36,7 @@ from ._person_level import (
     person_level_mean_pure,
     plan_person_level,
 )
+from ._trimmed import TrimmedMeanEstimator
 from ._winsorized import (
     WinsorizedMeanEstimator,
     WinsorizedPlan,
@@ -61,6 +62,7 @@ __all__ = [
     "person_level_mean_1d",
     "person_level_mean_pure",
     "CoinPressMeanEstimator",
+    "TrimmedMeanEstimator",
     "ColumnScaledMeanEstimator",
     "clip_noise_mean",
     "plan_clip_noise",

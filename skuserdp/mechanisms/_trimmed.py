@@ -165,7 +165,8 @@ def trimmed_sum(contributions, n_trim):
     return K[n_trim:n - n_trim].sum(axis=0, dtype=np.int64)
 
 
-def trimmed_mean_from_plan(user_means, plan, *, center=None, random_state=None):
+def trimmed_mean_from_plan(user_means, plan, *, center=None, random_state=None,
+                           n_jobs=None):
     """Run a planned trimmed-mean release.
 
     Parameters
@@ -178,6 +179,9 @@ def trimmed_mean_from_plan(user_means, plan, *, center=None, random_state=None):
         Public centre of the clipping ball; ``None`` is the origin.
     random_state : int, RandomState, SeedSequence or None, default=None
         Noise source.
+    n_jobs : int, default=None
+        Workers for chunks of coordinates of the noise; results do not
+        depend on it.
 
     Returns
     -------
@@ -205,5 +209,6 @@ def trimmed_mean_from_plan(user_means, plan, *, center=None, random_state=None):
     K = encode_contributions(U, center=center, radius=plan.ball, grid=plan.grid,
                              norm=plan.norm)
     total = trimmed_sum(K, plan.n_trim)
-    noisy = add_noise(total, plan.noise, make_seed_sequence(random_state))
+    noisy = add_noise(total, plan.noise, make_seed_sequence(random_state),
+                      n_jobs=n_jobs)
     return center + plan.grid * (noisy.astype(np.float64) / plan.n_kept)
