@@ -22,6 +22,7 @@ from ..base import ESTIMAND_CONSTRAINTS, check_estimand
 from ..exceptions import AccuracyWarning
 from ..mean._concentration import tau_gradients
 from ..mean._clip_noise import clip_noise_from_plan, plan_clip_noise
+from ..mean._trimmed import robust_trim
 from ..mechanisms._private_bounds import private_quantile
 from ..privacy import (
     ZCDP,
@@ -190,7 +191,8 @@ class _BaseUserDPSGD(_UserDPLinearModel):
         "alpha": [Interval(Real, 0, None, closed="left")],
         "radius": [Interval(Real, 0, None, closed="neither")],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
-        "aggregator": [StrOptions({"clip", "winsorized"})],
+        "aggregator": [StrOptions({"clip", "winsorized", "trimmed"})],
+        "corrupted_fraction": [Interval(Real, 0, 0.5, closed="left")],
         "clip_norm": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
         "solver": [StrOptions({"gd", "phased_erm"})],
         "learning_rate": [StrOptions({"auto"}),
@@ -353,8 +355,9 @@ class _BaseUserDPSGD(_UserDPLinearModel):
             (self.calibration != "tight", "calibration='tight' (zCDP accounting)"),
             (self.sampling_rate is not None and self.sampling_rate < 1,
              "no Poisson user sampling (its accounting is not zCDP)"),
-            (self.aggregator != "clip" and self.calibration != "tight",
-             "a zCDP plan (aggregator='clip' or calibration='tight')"),
+            (self.aggregator == "winsorized" and self.calibration != "tight",
+             "a zCDP plan (aggregator='clip' or 'trimmed', or "
+             "calibration='tight')"),
         ) if bad]
 
     def _use_standardize(self):
@@ -370,7 +373,8 @@ class _BaseUserDPSGD(_UserDPLinearModel):
         # with delta > 0 the releases compose in zCDP (the clip aggregator
         # also with the paper's calibration), except under Poisson sampling
         return (self.delta > 0
-                and (self.aggregator == "clip" or self.calibration == "tight")
+                and (self.aggregator != "winsorized"
+                     or self.calibration == "tight")
                 and (self.sampling_rate is None or self.sampling_rate >= 1))
 
     def _rows(self, X, y, groups, *, y_numeric=True):
@@ -517,7 +521,7 @@ class _BaseUserDPSGD(_UserDPLinearModel):
                 users_fn, row_mean_weights(rows.counts, self.max_rows))
         penalty = self._penalty_gradient(n_outputs, rows.n_features)
         theta0 = np.zeros(n_params)
-        learn_clip = (clip is None and self.aggregator == "clip"
+        learn_clip = (clip is None and self.aggregator in ("clip", "trimmed")
                       and self._zcdp_accounting())
         if learn_clip and self.fit_intercept and not loss.is_classification:
             # start at a private intercept (the users' mean target, box units)
@@ -539,7 +543,9 @@ class _BaseUserDPSGD(_UserDPLinearModel):
                 gradient_bound=G, smoothness=H, radius=self.radius, clip_norm=clip,
                 tau=tau(n_users) if callable(tau) else tau, gamma=self.gamma,
                 sampling_rate=sampling_rate, learning_rate=lr,
-                calibration=self.calibration)
+                calibration=self.calibration,
+                n_trim=(robust_trim(n_users, self.corrupted_fraction)
+                        if self.aggregator == "trimmed" else 0))
             self._check_plan_loss(plan, pre_loss)
             theta = private_gradient_descent(
                 users_fn(), plan, theta0=theta0, penalty_gradient=penalty,
@@ -632,17 +638,22 @@ _COMMON_PARAMS = """\
     max_iter : int, default=100
         Number T of gradient steps (a public choice, never a data-driven
         stopping rule); with ``solver="phased_erm"`` the cap per phase.
-    aggregator : {"clip", "winsorized"}, default="clip"
+    aggregator : {"clip", "winsorized", "trimmed"}, default="clip"
         How each step's mean of the per-user average gradients is released:
         ``"clip"`` clips them to ``clip_norm`` and adds discrete Gaussian
         noise (user-level DP-SGD); ``"winsorized"`` is Levy et al.'s
         Algorithm 3 (WinsorizedMean with a fresh random rotation per step),
         whose noise scales with the concentration radius ``tau`` of user
         gradients instead of the clip norm — it pays off when users have
-        many rows.
+        many rows. ``"trimmed"``: the coordinate-wise trimmed mean of the
+        clipped gradients, ``k = ⌈αn⌉ + ⌈n/50⌉`` users dropped per side in
+        every coordinate (α = ``corrupted_fraction``), with noise at
+        ``2C/(n − 2k)``. It buys robustness to up to k arbitrary users,
+        *not* privacy: its noise is ``n/(n − 2k)`` times the clip
+        aggregator's (solver ``"gd"`` only).
     clip_norm : float or "auto", default="auto"
-        ``aggregator="clip"``: ℓ2 clip radius C of the per-user average
-        gradients (on the box-scaled problem). ``"auto"``: with zCDP
+        ``aggregator="clip"`` or ``"trimmed"``: ℓ2 clip radius C of the
+        per-user average gradients (on the box-scaled problem). ``"auto"``: with zCDP
         accounting (``delta > 0``, ``calibration="tight"``, no Poisson
         sampling), the private median of the users' gradient norms at the
         starting point (one exponential-mechanism release,
@@ -687,6 +698,10 @@ _COMMON_PARAMS = """\
     gamma : float, default=0.01
         ``aggregator="winsorized"``: failure probability of the accuracy
         guarantee (utility only).
+    corrupted_fraction : float, default=0.0
+        ``aggregator="trimmed"``: public upper bound α, in ``[0, 1/2)``, on
+        the fraction of users whose data may be arbitrary; ignored by the
+        other aggregators.
     standardize : bool or "auto", default="auto"
         Privately centre and scale every feature before the optimisation
         (see "Private standardisation" in the Notes): two clip-and-noise
@@ -912,7 +927,8 @@ class UserDPSGDRegressor(UserDPRegressorMixin, _BaseUserDPSGD):
                  fit_intercept=True, bounds="auto", bounds_share=None, radius=5.0,
                  max_iter=100, aggregator="clip", clip_norm="auto", solver="gd",
                  learning_rate="auto", sampling_rate=None, tau="auto",
-                 samples_per_user=None, gamma=0.01, standardize="auto",
+                 samples_per_user=None, gamma=0.01, corrupted_fraction=0.0,
+                 standardize="auto",
                  standardize_share=0.2, calibration="tight", interval=None,
                  n_groups="auto", estimand="user_mean", max_rows=None,
                  random_state=None, n_jobs=None, verbose=0):
@@ -935,6 +951,7 @@ class UserDPSGDRegressor(UserDPRegressorMixin, _BaseUserDPSGD):
         self.tau = tau
         self.samples_per_user = samples_per_user
         self.gamma = gamma
+        self.corrupted_fraction = corrupted_fraction
         self.standardize = standardize
         self.standardize_share = standardize_share
         self.calibration = calibration
@@ -1052,7 +1069,8 @@ class UserDPSGDClassifier(ClassifierMixin, _BaseUserDPSGD):
                  fit_intercept=True, bounds="auto", bounds_share=None, radius=5.0,
                  max_iter=100, aggregator="clip", clip_norm="auto", solver="gd",
                  learning_rate="auto", sampling_rate=None, tau="auto",
-                 samples_per_user=None, gamma=0.01, standardize="auto",
+                 samples_per_user=None, gamma=0.01, corrupted_fraction=0.0,
+                 standardize="auto",
                  standardize_share=0.2, calibration="tight", interval=None,
                  n_groups="auto", estimand="user_mean", max_rows=None,
                  random_state=None, n_jobs=None, verbose=0):
@@ -1073,6 +1091,7 @@ class UserDPSGDClassifier(ClassifierMixin, _BaseUserDPSGD):
         self.tau = tau
         self.samples_per_user = samples_per_user
         self.gamma = gamma
+        self.corrupted_fraction = corrupted_fraction
         self.standardize = standardize
         self.standardize_share = standardize_share
         self.calibration = calibration

@@ -9,7 +9,7 @@ of Appendix E.2 (Algorithm 7, Proposition 4, Remark 2) and Algorithm 4
 Neighbouring datasets differ in the entire data of one user (replace-one,
 the number of users public). Every step releases one private mean of the
 users' *average* gradients (a per-user function, so the unit of privacy is
-the user) with one of two aggregators:
+the user) with one of three aggregators:
 
 * ``"winsorized"`` — Algorithm 3: WinsorizedMean (Algorithm 2) of the
   per-user gradients, each projected onto the public ℓ2 ball of radius G
@@ -24,6 +24,11 @@ the user) with one of two aggregators:
   the *public* expected count ``q·n``
   (:func:`skuserdp.mechanisms.poisson_sum_from_plan`); accounting by privacy
   loss distributions (:mod:`skuserdp.privacy._subsampled`).
+* ``"trimmed"`` (ours; the few-users note's Mode A) — the coordinate-wise
+  trimmed mean of the clipped per-user gradients, ``k`` users dropped per
+  side in every coordinate (:func:`skuserdp.mechanisms.plan_trimmed_mean`):
+  noise calibrated to ``2C/(n − 2k)``, more than the clip aggregator's
+  ``2C/n``. It buys robustness to up to k arbitrary users, not privacy.
 
 The per-step budget is :func:`skuserdp.privacy.adaptive_query_budget`
 (``"tight"``: ρ/T of the zCDP budget; ``"paper"``: Theorem 10's advanced
@@ -52,7 +57,12 @@ import numpy as np
 
 from ..mean._clip_noise import clip_noise_from_plan, plan_clip_noise
 from ..mean._winsorized import plan_winsorized_mean, winsorized_mean_from_plan
-from ..mechanisms import plan_poisson_sum, poisson_sum_from_plan
+from ..mechanisms import (
+    plan_poisson_sum,
+    plan_trimmed_mean,
+    poisson_sum_from_plan,
+    trimmed_mean_from_plan,
+)
 from ..privacy import (
     adaptive_query_budget,
     compose_adaptive_queries,
@@ -69,7 +79,7 @@ __all__ = [
     "phased_erm",
 ]
 
-AGGREGATORS = ("clip", "winsorized")
+AGGREGATORS = ("clip", "winsorized", "trimmed")
 
 
 @dataclass(frozen=True)
@@ -83,9 +93,9 @@ class GradientPlan:
     ----------
     n_users, n_params, n_steps : int
         Users n, parameters p and steps T.
-    aggregator : {"clip", "winsorized"}
+    aggregator : {"clip", "winsorized", "trimmed"}
         How each step's mean gradient is released.
-    release : ClipNoisePlan, WinsorizedPlan or PoissonSumPlan
+    release : ClipNoisePlan, WinsorizedPlan, TrimmedMeanPlan or PoissonSumPlan
         The per-step release plan (for Poisson sampling, the plan of all T
         sampled releases, whose loss is the composed one).
     clip_norm : float
@@ -183,7 +193,7 @@ def plan_gradient_descent(n_users, n_params, *, epsilon, delta, n_steps,
                           aggregator, gradient_bound, smoothness, radius,
                           clip_norm=None, tau=None, gamma=0.01,
                           sampling_rate=None, strong_convexity=0.0,
-                          learning_rate=None, calibration="tight"):
+                          learning_rate=None, calibration="tight", n_trim=0):
     """Plan a user-level private gradient descent from public quantities.
 
     Parameters
@@ -196,7 +206,7 @@ def plan_gradient_descent(n_users, n_params, *, epsilon, delta, n_steps,
         Total δ in ``[0, 1)``; Poisson sampling needs ``δ > 0``.
     n_steps : int
         Number T of steps, ``>= 1``.
-    aggregator : {"clip", "winsorized"}
+    aggregator : {"clip", "winsorized", "trimmed"}
         See the module docstring.
     gradient_bound : float
         Public G: every per-user average gradient of the data term has ℓ2
@@ -233,6 +243,9 @@ def plan_gradient_descent(n_users, n_params, *, epsilon, delta, n_steps,
         Constant step size (tail averaging) instead of the schedule.
     calibration : {"tight", "paper"}, default="tight"
         Per-step budget rule and WinsorizedMean constants.
+    n_trim : int, default=0
+        ``"trimmed"``: users dropped per side in every coordinate of each
+        step's coordinate-wise trimmed mean (``2·n_trim < n_users``).
 
     Returns
     -------
@@ -276,6 +289,15 @@ def plan_gradient_descent(n_users, n_params, *, epsilon, delta, n_steps,
                                       calibration=calibration)
             nu2 = n_params * release.noise_variance
             loss = compose_adaptive_queries(release.loss, T, delta)
+    elif aggregator == "trimmed":
+        # the trimmed mean of the clipped gradients: the plain sum's noise
+        # divided by n - 2k (robustness to k users, not privacy)
+        C = G if clip_norm is None else float(clip_norm)
+        budget = adaptive_query_budget(epsilon, delta, T, calibration=calibration)
+        release = plan_trimmed_mean(n_users, n_params, n_trim=n_trim, budget=budget,
+                                    radius=C, calibration=calibration)
+        nu2 = n_params * release.noise_variance
+        loss = compose_adaptive_queries(release.loss, T, delta)
     else:
         if tau is None:
             raise ValueError("aggregator='winsorized' needs the public radius tau.")
@@ -317,6 +339,9 @@ def _release(plan, user_gradients, seed, n_jobs):
         rows = _clip_rows(user_gradients, plan.clip_norm)
         return winsorized_mean_from_plan(rows, plan.release, random_state=seed,
                                          n_jobs=n_jobs)
+    if plan.aggregator == "trimmed":
+        return trimmed_mean_from_plan(user_gradients, plan.release,
+                                      random_state=seed, n_jobs=n_jobs)
     if plan.sampling_rate is None:
         return clip_noise_from_plan(user_gradients, plan.release, random_state=seed,
                                     n_jobs=n_jobs)
@@ -552,6 +577,9 @@ def plan_phased_erm(n_users, n_params, *, epsilon, delta, aggregator,
     ((2000, 1000, 500, 250, 125, 62), 7)
     """
     n, d = int(n_users), int(n_params)
+    if aggregator == "trimmed":
+        raise ValueError("Phased ERM does not take aggregator='trimmed' (its "
+                         "blocks of halving size would need their own trim).")
     G, H, R = float(gradient_bound), float(smoothness), float(radius)
     m = max(int(samples_per_user), 1)
     c = SCHEDULE_VARIANCE_FACTOR

@@ -47,6 +47,7 @@ from ._column_scaled import ColumnScaledMeanEstimator
 from ._coinpress import DECLARED_BOX_STEPS, CoinPressMeanEstimator, plan_coinpress
 from ._few_users import FewUsersBallEstimator
 from ._person_level import ThreadedClipNoiseEstimator
+from ._trimmed import TrimmedMeanEstimator
 from ._winsorized import WinsorizedMeanEstimator
 
 __all__ = ["UserMeanEstimator", "coinpress_shrink_ratio", "choose_mean_method"]
@@ -64,6 +65,7 @@ _METHODS = {
     "winsorized": WinsorizedMeanEstimator,
     "few_users": FewUsersBallEstimator,
     "threaded": ThreadedClipNoiseEstimator,
+    "trimmed": TrimmedMeanEstimator,
 }
 
 
@@ -235,7 +237,7 @@ class UserMeanEstimator(UserLevelMeanEstimator):
     {epsilon}
     {delta}
     method : {{"auto", "column_scaled", "coinpress", "clip_noise", "winsorized", \
-"few_users", "threaded"}}, default="auto"
+"few_users", "threaded", "trimmed"}}, default="auto"
         The estimator, or ``"auto"`` for the rule.
     {bounds}
     {bounds_share}
@@ -256,14 +258,13 @@ class UserMeanEstimator(UserLevelMeanEstimator):
     corrupted_fraction : float, default=0.0
         Public upper bound, in ``[0, 1/2)``, on the fraction of users whose
         data may be arbitrary (adversarial or broken devices); the error is
-        then measured to the clean users' mean. The few-users estimator is
-        run with this robustness (at least its default 1/4: it is built to
-        resist a quarter of the users). The rule is otherwise unchanged:
-        with a box, corrupted users are clipped to it, so their pull on the
-        estimate is at most ``corrupted_fraction`` times the box's width in
-        every column (measured with the earlier CoinPress default in
-        ``bench_means.py --parts corrupted``, ``benchmarks/README.md``; a
-        robust default is issue 31's).
+        then measured to the clean users' mean. With ``method="auto"`` and
+        ``corrupted_fraction > 0`` the rule picks
+        :class:`TrimmedMeanEstimator` (trimming ``⌈αn⌉ + ⌈n/50⌉`` users per
+        side: its error does not grow with the adversary's distance,
+        ``benchmarks/bench_robust.py``), except where it picks the few-users
+        estimator, which is then run with this robustness (at least its
+        default 1/4). ``0`` leaves the rule unchanged.
     {ci_share}
     {weighting}
     calibration : {{"tight"}}, default="tight"
@@ -366,6 +367,8 @@ class UserMeanEstimator(UserLevelMeanEstimator):
             kw = dict(radius=self.radius, center=self.center)
         elif name == "winsorized":
             kw = dict(samples_per_user=self.samples_per_user)
+        elif name == "trimmed":
+            kw = dict(corrupted_fraction=self.corrupted_fraction)
         elif name == "few_users":
             # no box: the few-users estimator needs no location. Its radius
             # is the users' means' (not per row), so samples_per_user, which
@@ -398,6 +401,11 @@ class UserMeanEstimator(UserLevelMeanEstimator):
                 samples_per_user=self.samples_per_user,
                 moment_order=self.moment_order, moment_bound=self.moment_bound,
                 weighted=self.weighting == "auto" or self.estimand == "row_mean")
+            if self.corrupted_fraction > 0 and method != "few_users":
+                method, reason = "trimmed", (
+                    f"corrupted_fraction={self.corrupted_fraction:g} > 0: the "
+                    "robust trimmed mean (its error does not grow with the "
+                    "corrupted users' distance)")
         else:
             method, reason = self.method, "chosen by the user"
         self._delegate_, self._method, self._reason = (self._delegate(method), method,
