@@ -209,7 +209,7 @@ class TrimmedMeanEstimator(UserLevelMeanEstimator):
         for t in range(N_STEPS + 1):
             q_part, r_part = parts[2 * t], parts[2 * t + 1]
             eps_q = bounded_range_epsilon(q_part)
-            dist = np.linalg.norm(U - center, axis=1)
+            dist = _distances(U, center)
             s = private_quantile(dist, 0.5, eps_q, random_state=next(seeds))
             losses.append(pure_to_zcdp(eps_q, bounded_range=True))
             r = (FINAL_WIDEN if t == N_STEPS else WIDEN) * s
@@ -223,3 +223,17 @@ class TrimmedMeanEstimator(UserLevelMeanEstimator):
         self.radii_ = np.array(radii)
         self._noise_error = math.sqrt(d * plan.noise_variance)
         return center, compose(*losses)
+
+
+def _distances(U, center):
+    """ℓ2 distances of the rows of ``U`` to ``center``, finite even where the
+    squares overflow (rows divided by their largest entry first; capped at
+    the largest float)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        D = np.subtract(U, center)
+        D = np.nan_to_num(D, posinf=np.finfo(np.float64).max,
+                          neginf=-np.finfo(np.float64).max)
+        scale = np.max(np.abs(D), axis=1)
+        scale[scale == 0] = 1.0
+        dist = scale * np.linalg.norm(D / scale[:, None], axis=1)
+    return np.minimum(dist, np.finfo(np.float64).max)

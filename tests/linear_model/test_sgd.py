@@ -918,3 +918,50 @@ def test_zcdp_report_matches_conversion():
     assert rho == plan.loss.rho and delta == 1e-7
     assert eps == zcdp_to_approx_dp(plan.loss.rho, 1e-7).epsilon
     assert eps == pytest.approx(2.0, rel=1e-6)  # tight spends the whole budget
+
+
+# ------------------------------------------------ the trimmed aggregator
+def test_trimmed_aggregator_plan_is_the_clip_noise_over_n_minus_2k():
+    from skuserdp.linear_model import plan_gradient_descent
+    from skuserdp.privacy import compose_adaptive_queries
+    common = dict(epsilon=1.0, delta=1e-6, n_steps=20, gradient_bound=2.0,
+                  smoothness=1.0, radius=5.0, clip_norm=0.5)
+    clip = plan_gradient_descent(400, 3, aggregator="clip", **common)
+    trim = plan_gradient_descent(400, 3, aggregator="trimmed", n_trim=50, **common)
+    # the same lattice, sensitivity (2C in grid units) and noise ...
+    assert trim.release.grid == clip.release.grid
+    assert trim.release.sensitivity == clip.release.sensitivity
+    assert trim.release.noise == clip.release.noise
+    assert trim.loss == clip.loss == compose_adaptive_queries(
+        trim.release.loss, 20, 1e-6)
+    # ... divided by n - 2k instead of n
+    assert trim.noise_variance == pytest.approx(
+        clip.noise_variance * (400 / 300) ** 2, rel=1e-12)
+    with pytest.raises(ValueError, match="n_trim"):
+        plan_gradient_descent(400, 3, aggregator="trimmed", n_trim=200, **common)
+
+
+def test_trimmed_aggregator_in_the_estimator():
+    from skuserdp.linear_model import UserDPSGDRegressor
+    from skuserdp.mean._trimmed import robust_trim
+    rng = np.random.default_rng(0)
+    n, m = 1000, 5
+    groups = np.repeat(np.arange(n), m)
+    X = rng.uniform(-1, 1, (n * m, 2))
+    y = X @ np.array([0.5, -0.5]) + 0.1 * rng.normal(size=n * m)
+    # 10 % adversarial users: x = e1, y = -1
+    bad = groups < 100
+    X[bad] = [1.0, 0.0]
+    y[bad] = -1.0
+    kw = dict(epsilon=2.0, bounds=(-1, 1), target_bounds=(-2, 2), random_state=0)
+    est = UserDPSGDRegressor(aggregator="trimmed", corrupted_fraction=0.1,
+                             **kw).fit(X, y, groups=groups)
+    assert est.epsilon_ <= 2.0
+    clip = UserDPSGDRegressor(**kw).fit(X, y, groups=groups)
+    beta = np.array([0.5, -0.5])
+    assert (np.linalg.norm(est.coef_ - beta)
+            < np.linalg.norm(clip.coef_ - beta))
+    assert robust_trim(n, 0.1) == 120
+    with pytest.raises(ValueError, match="trimmed"):
+        UserDPSGDRegressor(aggregator="trimmed", solver="phased_erm",
+                           **kw).fit(X, y, groups=groups)
