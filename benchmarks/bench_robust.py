@@ -18,7 +18,7 @@ robust route), the same with ``corrupted_fraction=0`` (``auto_unaware``:
 the rule before issue 31 ignored the fraction), CoinPress, the few-users
 estimator and ``TrimmedMeanEstimator`` with ``corrupted_fraction=0.25``
 on every cell (``trimmed_0.25``) and with ``corrupted_fraction=0``
-(``trimmed_0``: ⌈n/50⌉ users trimmed per side). The log-log slope of error vs distance
+(``trimmed_0``: no user trimmed). The log-log slope of error vs distance
 (10-1000) is reported per method and fraction.
 
 Part ``sgd`` (``--part sgd``): the DP-SGD aggregators on the synthetic

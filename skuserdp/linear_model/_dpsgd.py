@@ -646,7 +646,7 @@ _COMMON_PARAMS = """\
         whose noise scales with the concentration radius ``tau`` of user
         gradients instead of the clip norm — it pays off when users have
         many rows. ``"trimmed"``: the coordinate-wise trimmed mean of the
-        clipped gradients, ``k = ⌈αn⌉ + ⌈n/50⌉`` users dropped per side in
+        clipped gradients, ``k = ⌈αn⌉`` users dropped per side in
         every coordinate (α = ``corrupted_fraction``), with noise at
         ``2C/(n − 2k)``. It buys robustness to up to k arbitrary users,
         *not* privacy: its noise is ``n/(n − 2k)`` times the clip

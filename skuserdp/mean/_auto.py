@@ -260,7 +260,7 @@ class UserMeanEstimator(UserLevelMeanEstimator):
         data may be arbitrary (adversarial or broken devices); the error is
         then measured to the clean users' mean. With ``method="auto"`` and
         ``corrupted_fraction > 0`` the rule picks
-        :class:`TrimmedMeanEstimator` (trimming ``⌈αn⌉ + ⌈n/50⌉`` users per
+        :class:`TrimmedMeanEstimator` (trimming ``⌈αn⌉`` users per
         side: its error does not grow with the adversary's distance,
         ``benchmarks/bench_robust.py``), except where it picks the few-users
         estimator, which is then run with this robustness (at least its

@@ -47,14 +47,14 @@ def test_spend_and_attributes():
     assert isinstance(est.privacy_loss_, ZCDP)
     assert est.rho_ <= zcdp_rho_for(1.0, 1e-6)
     assert est.epsilon_ <= 1.0 and est.delta_ <= 1e-6
-    assert est.n_trim_ == robust_trim(600, 0.2) == 120 + 12
+    assert est.n_trim_ == robust_trim(600, 0.2) == 120
     assert est.radii_.shape == (5,)
     assert est.noise_std_.shape == (4,)
 
 
 def test_robust_trim():
-    assert robust_trim(1000, 0.0) == 20
-    assert robust_trim(1000, 0.25) == 270
+    assert robust_trim(1000, 0.0) == 0
+    assert robust_trim(1000, 0.25) == 250
     assert robust_trim(5, 0.49) == 2  # capped: one user kept
     assert 2 * robust_trim(3, 0.49) < 3
 
