@@ -48,8 +48,9 @@ def parse_args(argv=None):
     parser.add_argument("--reps", type=int, default=10)
     parser.add_argument("--users", type=int, default=2000)
     parser.add_argument("--epsilons", default="1,4")
-    parser.add_argument("--methods", default="split,split_tau,ps_geometric_1K,"
-                        "ps_geometric_2K,ps_geometric_3K")
+    parser.add_argument("--methods", default="split,split_tau,ps_geometric_2K,"
+                        "ps_geometric_1K_tau,ps_geometric_2K_tau,"
+                        "ps_geometric_3K_tau")
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--output-dir", default=os.path.join(
         os.path.dirname(os.path.abspath(__file__)), "results"))

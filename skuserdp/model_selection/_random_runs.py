@@ -22,6 +22,7 @@ References
    differential privacy. ICLR 2022.
 """
 
+import inspect
 from typing import NamedTuple
 
 import numpy as np
@@ -40,7 +41,8 @@ from ._private_step import private_step_name, private_step_prefix
 
 __all__ = ["RUN_DISTRIBUTIONS", "RandomRunsResult", "RunBudget",
            "random_runs_budget", "check_zcdp_candidate", "check_run_loss",
-           "plan_score", "score_run", "best_run", "spend"]
+           "plan_score", "score_run", "best_run", "select_among_runs",
+           "spend"]
 
 #: relative margin between the per-run ρ and the candidates' budget: a
 #: candidate given (ε_c, δ) with ε_c the conversion of ρ(1 − margin) spends a
@@ -122,7 +124,7 @@ def random_runs_budget(epsilon, delta, mean_runs, distribution):
     >>> from skuserdp.model_selection._random_runs import random_runs_budget
     >>> b = random_runs_budget(1.0, 1e-6, 6.0, "geometric")
     >>> round(b.rho, 5), round(b.epsilon, 3)
-    (0.00945, 0.59)
+    (0.00709, 0.518)
     """
     rho = repeat_select_rho_for(epsilon, delta, mean_runs, distribution)
     eps_c = zcdp_to_approx_dp(rho * (1 - RHO_MARGIN), delta).epsilon
@@ -148,7 +150,9 @@ def check_zcdp_candidate(estimator):
     checked after their fit by :func:`check_run_loss`."""
     step = _private_step(estimator)
     check = getattr(step, "_zcdp_accounting", None)
-    if check is not None and not check():
+    # (DP-SGD's takes no argument; the mean estimators' need the data's shape)
+    if (check is not None and not inspect.signature(check).parameters
+            and not check()):
         raise _refusal(estimator, "is not accounted in zCDP with these "
                                   "parameters")
 
@@ -242,6 +246,49 @@ def best_run(values, indices):
     law as a uniformly random choice among tied runs, drawn independently of
     the data)."""
     return min(range(len(values)), key=lambda r: (values[r], indices[r], r))
+
+
+def select_among_runs(runs, user_losses_of, loss_bound, plan, seed):
+    """Score every run and pick the best (the repeat-and-select loop).
+
+    Parameters
+    ----------
+    runs : ndarray of int
+        The candidate of every run (:func:`~skuserdp.mechanisms._random_runs.
+        random_runs_schedule`).
+    user_losses_of : callable
+        ``r ↦`` the validation users' average losses of run ``r``.
+    loss_bound : float
+        ``B``.
+    plan : WinsorizedPlan
+        From :func:`plan_score`.
+    seed : SeedSequence
+        Root of the scores' noise (one child per run).
+
+    Returns
+    -------
+    win : int
+        The position of the best run (:func:`best_run`).
+    value : float
+        Its released score (the only one released).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skuserdp.model_selection._random_runs import (
+    ...     plan_score, select_among_runs)
+    >>> losses = [np.full(1000, 0.9), np.full(1000, 0.1)]
+    >>> runs = np.array([0, 1, 0])
+    >>> win, value = select_among_runs(runs, lambda r: losses[runs[r]], 1.0,
+    ...                                plan_score(1000, 1.0, 1.0),
+    ...                                np.random.SeedSequence(0))
+    >>> int(win), round(value, 1)
+    (1, 0.1)
+    """
+    values = [score_run(user_losses_of(r), loss_bound, plan, s)
+              for r, s in enumerate(seed.spawn(len(runs)))]
+    win = best_run(values, runs)
+    return win, values[win]
 
 
 def spend(budget):

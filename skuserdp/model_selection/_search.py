@@ -56,12 +56,11 @@ from ._delegation import DelegatingMixin
 from ._random_runs import (
     RUN_DISTRIBUTIONS,
     RandomRunsResult,
-    best_run,
     check_run_loss,
     check_zcdp_candidate,
     plan_score,
     random_runs_budget,
-    score_run,
+    select_among_runs,
 )
 from ._random_runs import spend as random_runs_spend
 from ._private_selection import _user_losses, private_selection
@@ -678,22 +677,20 @@ default="geometric"
         B = float(self.loss_bound)
         plan = plan_score(len(np.unique(validation[2])), B, budget.rho,
                           tau=self._score_tau(len(np.unique(validation[2]))))
-        values, fit_losses = [], []
-        for (est, _), seed_names, seed in zip(fitted, names,
-                                              score_seed.spawn(len(runs))):
+        fit_losses = []
+        for (est, _), seed_names in zip(fitted, names):
             forget_fit_seeds(est, seed_names)
-            fit_loss = fitted_privacy_loss(est)
+            fit_losses.append(fitted_privacy_loss(est))
+            check_run_loss(est, fit_losses[-1], plan.loss, budget.rho)
+
+        def user_losses_of(r):
             # (every warning dropped: they would read the validation rows)
             with warnings.catch_warnings(), quiet_floating_point():
                 warnings.simplefilter("ignore")
-                table = _user_losses(
-                    [est], *validation, loss, B,
-                    rows_of=None if callable(self.loss) else private_rows)
-            value = score_run(table[:, 0], B, plan, seed)
-            check_run_loss(est, fit_loss, plan.loss, budget.rho)
-            values.append(value)
-            fit_losses.append(fit_loss)
-        win = best_run(values, runs)
+                return _user_losses(
+                    [fitted[r][0]], *validation, loss, B,
+                    rows_of=None if callable(self.loss) else private_rows)[:, 0]
+        win, value = select_among_runs(runs, user_losses_of, B, plan, score_seed)
         spend = random_runs_spend(budget)
         if spend.epsilon > self.epsilon * (1 + 1e-9) or spend.delta > self.delta:
             raise RuntimeError("the repeat-and-select spend exceeds the budget.")
@@ -706,9 +703,9 @@ default="geometric"
         best = fitted[win][0]
         index = int(runs[win])
         self.best_estimator_ = best
-        self._set_results(grid, index, values[win])
+        self._set_results(grid, index, value)
         self.selection_ = RandomRunsResult(
-            index, values[win], ZCDP(budget.rho), budget.mean_runs,
+            index, value, ZCDP(budget.rho), budget.mean_runs,
             budget.distribution, spend)
         self.fit_losses_ = [fit_losses[win]]
         self.privacy_loss_ = spend
