@@ -1,8 +1,9 @@
 """Issue 31: private tuning without splitting the budget (Papernot–Steinke).
 
 ``PrivateGridSearch`` chooses hyper-parameters of ``UserDPSGDRegressor`` on a
-grid of K = 12 candidates (``alpha`` x ``max_iter`` x ``clip_norm``), at the
-same total budget (epsilon, delta = 1e-6), two ways:
+grid of K = 12 candidates (``--grid mixed``: ``alpha`` x ``max_iter`` x
+``clip_norm``, half of them bad; ``--grid close``: ``alpha`` x ``max_iter``,
+all reasonable), at the same total budget (epsilon, delta = 1e-6), two ways:
 
 * ``split``: today's default -- every candidate fitted once at rho/K, the
   winner chosen by the private selection on the validation users;
@@ -19,7 +20,8 @@ non-private reference). Task: ``_regression_data``'s user-structured model,
 ``--users`` users x 8 rows x 10 features, declared boxes.
 
 Run ``python benchmarks/bench_private_tuning.py`` (``--quick`` for a smoke
-run); results go to ``benchmarks/results/private_tuning[_quick].{csv,json}``.
+run); results go to
+``benchmarks/results/private_tuning_<grid>[_quick].{csv,json}``.
 """
 
 import argparse
@@ -39,8 +41,12 @@ from _results import write_results  # noqa: E402
 #: for the "_tau" methods (the model's per-user average squared error of OLS
 #: has mean 0.58 and sd 0.32 on seed 0: about 6 sd)
 TAU = 2.0
-GRID = {"alpha": [0.0, 1.0, 10.0], "max_iter": [5, 50],
-        "clip_norm": [0.3, 3.0]}
+#: "mixed": half of the grid is bad (5 steps, or a large clip norm, or
+#: alpha = 10); "close": every candidate is reasonable (the default learned
+#: clip norm, 30-100 steps, small ridge), so what decides is each fit's budget
+GRIDS = {"mixed": {"alpha": [0.0, 1.0, 10.0], "max_iter": [5, 50],
+                   "clip_norm": [0.3, 3.0]},
+         "close": {"alpha": [0.0, 0.01, 0.1, 1.0], "max_iter": [30, 60, 100]}}
 
 
 def parse_args(argv=None):
@@ -51,6 +57,7 @@ def parse_args(argv=None):
     parser.add_argument("--methods", default="split,split_tau,ps_geometric_2K,"
                         "ps_geometric_1K_tau,ps_geometric_2K_tau,"
                         "ps_geometric_3K_tau")
+    parser.add_argument("--grid", default="mixed", choices=sorted(GRIDS))
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--output-dir", default=os.path.join(
         os.path.dirname(os.path.abspath(__file__)), "results"))
@@ -76,7 +83,8 @@ def run(args):
 
     from skuserdp.linear_model import UserDPSGDRegressor
     from skuserdp.model_selection import PrivateGridSearch
-    K = int(np.prod([len(v) for v in GRID.values()]))
+    grid = GRIDS[args.grid]
+    K = int(np.prod([len(v) for v in grid.values()]))
     rows = []
     for eps in [float(e) for e in args.epsilons.split(",")]:
         for seed in range(args.reps):
@@ -88,7 +96,7 @@ def run(args):
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
                     search = PrivateGridSearch(
-                        UserDPSGDRegressor(**boxes), GRID, epsilon=eps,
+                        UserDPSGDRegressor(**boxes), grid, epsilon=eps,
                         delta=1e-6, loss_bound=float((y_hi - y_lo) ** 2),
                         samples_per_user=8, random_state=seed,
                         **_method(method, K)).fit(X, y, groups=g)
@@ -133,9 +141,10 @@ def main(argv=None):
         args.reps, args.users, args.epsilons = 1, 1000, "1"
     rows = run(args)
     summary = summarise(rows)
-    stem = "private_tuning_quick" if args.quick else "private_tuning"
+    stem = f"private_tuning_{args.grid}" + ("_quick" if args.quick else "")
     paths = write_results(args.output_dir, stem, rows + summary,
-                          {"grid": GRID, "users": args.users, "rows": rows,
+                          {"grid": GRIDS[args.grid], "grid_name": args.grid,
+                           "users": args.users, "rows": rows,
                            "summary": summary})
     print("saved", *paths)
 

@@ -535,14 +535,12 @@ default="geometric"
         take = (lambda a, m: None if a is None else
                 (a.iloc[m] if hasattr(a, "iloc") else np.asarray(a)[m]))
         g = np.asarray(codes)
-        self.n_users_train_ = n_users - n_val
-        self.n_users_validation_ = n_val
         if self.tuning == "papernot_steinke":
             return self._fit_random_runs(
                 grid, candidates, budget, (take(X_arr, ~val_rows),
                                            take(y, ~val_rows), g[~val_rows]),
                 (take(X_arr, val_rows), take(y, val_rows), g[val_rows]),
-                fit_seed, select_seed)
+                fit_seed, select_seed)._set_split_sizes(n_users, n_val)
         # each candidate's noise: its own child of the search's root (fresh
         # entropy when the search's random_state is None), fixed before the
         # fits are dispatched, so that n_jobs and the backend change nothing;
@@ -616,6 +614,11 @@ default="geometric"
         self.epsilon_, self.delta_ = spend.epsilon, spend.delta
         if hasattr(best, "n_features_in_"):
             self._set_feature_attributes(best)
+        return self._set_split_sizes(n_users, n_val)
+
+    def _set_split_sizes(self, n_users, n_val):
+        self.n_users_train_ = n_users - n_val
+        self.n_users_validation_ = n_val
         return self
 
     def _set_results(self, grid, index, value):
