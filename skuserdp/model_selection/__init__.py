@@ -9,11 +9,14 @@ reported δ.
 
 :class:`BudgetedEstimator` charges every fit of an estimator to one
 :class:`~skuserdp.privacy.BudgetAccountant`, and :class:`PrivateGridSearch`
-chooses hyper-parameters privately within one budget.
+chooses hyper-parameters privately within one budget: by a K-way split, or
+by Papernot & Steinke's repeat-and-select (``tuning="papernot_steinke"``,
+:class:`RandomRunsResult`).
 """
 
 from ._budgeted import BudgetedEstimator
 from ._search import PrivateGridSearch
+from ._random_runs import RandomRunsResult
 from ._private_selection import (
     SelectionResult,
     Theorem6Bound,
@@ -29,5 +32,6 @@ __all__ = [
     "select_model_privately",
     "theorem6_error_bound",
     "SelectionResult",
+    "RandomRunsResult",
     "Theorem6Bound",
 ]

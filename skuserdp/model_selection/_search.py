@@ -25,8 +25,11 @@ from sklearn.utils.parallel import Parallel, delayed
 
 from ..base import UserLevelMixin
 from ..exceptions import AccuracyWarning, ItemLevelPrivacyWarning
+from ..mean import tau_bounded_rows
 from ..mean._concentration import private_tau, private_tau_feasible
+from ..mechanisms._random_runs import random_runs_schedule
 from ..privacy import (
+    ZCDP,
     BudgetAccountant,
     PureDP,
     compose,
@@ -50,6 +53,16 @@ from ..utils._random import (
 )
 from ..utils._validation import validate_rows
 from ._delegation import DelegatingMixin
+from ._random_runs import (
+    RUN_DISTRIBUTIONS,
+    RandomRunsResult,
+    check_run_loss,
+    check_zcdp_candidate,
+    plan_score,
+    random_runs_budget,
+    select_among_runs,
+)
+from ._random_runs import spend as random_runs_spend
 from ._private_selection import _user_losses, private_selection
 from ._private_step import (
     fit_candidate,
@@ -93,6 +106,15 @@ def _mean_squared_distance(estimator, X, y):
 def _public_warnings(caught):
     """The recorded warnings that are passed on (:data:`PUBLIC_WARNINGS`)."""
     return [w.message for w in caught if issubclass(w.category, PUBLIC_WARNINGS)]
+
+
+def _fit_run(estimator, X, y, groups):
+    """Fit one run of the repeat-and-select search; return it and its
+    warnings to pass on (recorded apart: only the winner's are)."""
+    with warnings.catch_warnings(record=True) as caught, quiet_floating_point():
+        warnings.simplefilter("always")
+        fitted = fit_candidate(estimator, X, y, groups)
+    return fitted, _public_warnings(caught)
 
 
 def _fit_candidate(estimator, X, y, groups, parent):
@@ -211,6 +233,30 @@ class PrivateGridSearch(DelegatingMixin, UserLevelMixin, MetaEstimatorMixin,
     alpha : float, default=0.1
         Failure probability of the selection's accuracy guarantee; the
         expected number of releases is ``5K/alpha``.
+    tuning : {"split", "papernot_steinke"}, default="split"
+        How the budget reaches the candidates. ``"split"``: every candidate
+        is fitted once, at a K-th of the budget, and the selection above
+        compares them. ``"papernot_steinke"``: Papernot & Steinke's
+        repeat-and-select (ICLR 2022): a random number of runs ``K`` (law
+        ``runs_distribution``, mean ``mean_runs``), each fitting a candidate
+        drawn uniformly from the grid at nearly the whole budget (ρ per run
+        from :func:`~skuserdp.privacy.repeat_select_rho_for`) and scoring it
+        on the validation users with its own noise at the same ρ (a noisy
+        mean of the users' average losses clipped to ``[0, loss_bound]``;
+        disjoint users, so the run is ρ-zCDP); only the best run is
+        released. Needs ``delta > 0`` and candidates accounted in zCDP (e.g.
+        ``UserDPSGDRegressor`` with ``delta > 0``); others are refused.
+        ``budget_split``, ``samples_per_user``, ``tau``, ``tau_share`` and
+        ``alpha`` are not used. Docs: *Tuning without splitting the budget*
+        (each run draws its candidate at random, so the best grid point may
+        never be tried).
+    mean_runs : "auto" or float, default="auto"
+        ``"papernot_steinke"`` only: the mean number of runs, ``>= 1``;
+        ``"auto"``: twice the size of the grid.
+    runs_distribution : {"geometric", "logarithmic", "poisson"}, \
+default="geometric"
+        ``"papernot_steinke"`` only: the law of ``K`` (a truncated negative
+        binomial of shape 1 or 0, or a Poisson law redrawn while 0).
     accountant : BudgetAccountant, default=None
         When given, the search's spend is charged to it before anything is
         released (:class:`~skuserdp.exceptions.BudgetExceededError` when it
@@ -253,11 +299,15 @@ class PrivateGridSearch(DelegatingMixin, UserLevelMixin, MetaEstimatorMixin,
         and ``private_loss`` (the selection's released loss of the winner;
         NaN for the others, whose losses are not released). Only private
         outputs: no non-private score is computed.
-    selection_ : SelectionResult
+    selection_ : SelectionResult or RandomRunsResult
         The selection's public record (index, released value, number of
-        releases, its privacy loss, plan).
+        releases, its privacy loss, plan); with ``"papernot_steinke"``, the
+        winner's index and released score, the per-run ρ, the law of the
+        number of runs and the spend (never the number of runs, nor the
+        other runs).
     fit_losses_ : list
-        The privacy loss of every candidate's fit (of its private step).
+        The privacy loss of every candidate's fit (of its private step);
+        with ``"papernot_steinke"``, of the winner's fit only.
     privacy_loss_ : ApproxDP
         The search's total spend.
     epsilon_, delta_ : float
@@ -299,8 +349,9 @@ class PrivateGridSearch(DelegatingMixin, UserLevelMixin, MetaEstimatorMixin,
     def __init__(self, estimator, param_grid, *, epsilon=1.0, delta=1e-6,
                  loss_bound=None, loss="auto", validation_fraction=0.25,
                  budget_split="auto", samples_per_user=None, tau="auto",
-                 tau_share=0.1, alpha=0.1, accountant=None, random_state=None,
-                 n_jobs=None):
+                 tau_share=0.1, alpha=0.1, tuning="split", mean_runs="auto",
+                 runs_distribution="geometric", accountant=None,
+                 random_state=None, n_jobs=None):
         self.estimator = estimator
         self.param_grid = param_grid
         self.epsilon = epsilon
@@ -313,6 +364,9 @@ class PrivateGridSearch(DelegatingMixin, UserLevelMixin, MetaEstimatorMixin,
         self.tau = tau
         self.tau_share = tau_share
         self.alpha = alpha
+        self.tuning = tuning
+        self.mean_runs = mean_runs
+        self.runs_distribution = runs_distribution
         self.accountant = accountant
         self.random_state = random_state
         self.n_jobs = n_jobs
@@ -338,6 +392,24 @@ class PrivateGridSearch(DelegatingMixin, UserLevelMixin, MetaEstimatorMixin,
                              f"{self.budget_split!r}.")
         if not 0 < self.tau_share < 1:
             raise ValueError(f"tau_share must be in (0, 1), got {self.tau_share!r}.")
+        if self.tuning not in ("split", "papernot_steinke"):
+            raise ValueError("tuning must be 'split' or 'papernot_steinke', got "
+                             f"{self.tuning!r}.")
+        if self.runs_distribution not in RUN_DISTRIBUTIONS:
+            raise ValueError(f"runs_distribution must be one of "
+                             f"{sorted(RUN_DISTRIBUTIONS)}, got "
+                             f"{self.runs_distribution!r}.")
+        if not (isinstance(self.mean_runs, str) and self.mean_runs == "auto") and (
+                isinstance(self.mean_runs, bool)
+                or not isinstance(self.mean_runs, numbers.Real)
+                or not 1 <= self.mean_runs < float("inf")):
+            raise ValueError("mean_runs must be 'auto' or a finite number >= 1, "
+                             f"got {self.mean_runs!r}.")
+        if self.tuning == "papernot_steinke" and self.delta == 0:
+            raise ValueError(
+                "tuning='papernot_steinke' needs delta > 0: its runs are "
+                "accounted in zCDP (Rényi DP) and its guarantee is (epsilon, "
+                "delta). With delta=0 use tuning='split'.")
         if self.accountant is not None and not isinstance(self.accountant,
                                                           BudgetAccountant):
             raise TypeError("accountant must be a BudgetAccountant or None.")
@@ -419,12 +491,21 @@ class PrivateGridSearch(DelegatingMixin, UserLevelMixin, MetaEstimatorMixin,
             The fitted search.
         """
         grid = self._check_params()
-        zcdp = (self.budget_split == "zcdp"
-                or (self.budget_split == "auto" and self.delta > 0))
-        eps_i, delta_i = split_for_fits(self.epsilon, self.delta, len(grid),
-                                        zcdp=zcdp)
-        # every candidate built and checked before the data is touched
-        candidates = self._candidates(grid, eps_i, delta_i)
+        if self.tuning == "papernot_steinke":
+            mean_runs = (2.0 * len(grid) if self.mean_runs == "auto"
+                         else float(self.mean_runs))
+            budget = random_runs_budget(self.epsilon, self.delta, mean_runs,
+                                        self.runs_distribution)
+            candidates = self._candidates(grid, budget.epsilon, budget.delta)
+            for est in candidates:
+                check_zcdp_candidate(est)
+        else:
+            zcdp = (self.budget_split == "zcdp"
+                    or (self.budget_split == "auto" and self.delta > 0))
+            eps_i, delta_i = split_for_fits(self.epsilon, self.delta, len(grid),
+                                            zcdp=zcdp)
+            # every candidate built and checked before the data is touched
+            candidates = self._candidates(grid, eps_i, delta_i)
         X, groups = split_groups_column(X, groups)  # groups='column name'
         refuse_dask(type(self).__name__, X, y, groups)
         check_not_sparse(X)
@@ -454,6 +535,12 @@ class PrivateGridSearch(DelegatingMixin, UserLevelMixin, MetaEstimatorMixin,
         take = (lambda a, m: None if a is None else
                 (a.iloc[m] if hasattr(a, "iloc") else np.asarray(a)[m]))
         g = np.asarray(codes)
+        if self.tuning == "papernot_steinke":
+            return self._fit_random_runs(
+                grid, candidates, budget, (take(X_arr, ~val_rows),
+                                           take(y, ~val_rows), g[~val_rows]),
+                (take(X_arr, val_rows), take(y, val_rows), g[val_rows]),
+                fit_seed, select_seed)._set_split_sizes(n_users, n_val)
         # each candidate's noise: its own child of the search's root (fresh
         # entropy when the search's random_state is None), fixed before the
         # fits are dispatched, so that n_jobs and the backend change nothing;
@@ -519,24 +606,113 @@ class PrivateGridSearch(DelegatingMixin, UserLevelMixin, MetaEstimatorMixin,
             what = private_step_name(self.estimator)
             self.accountant.charge(spend, label=f"PrivateGridSearch({len(grid)} "
                                    f"candidates of {what})")
-        self.best_index_ = result.index
         self.best_estimator_ = best
-        self.best_params_ = grid[result.index]
+        self._set_results(grid, result.index, result.value)
+        self.selection_ = result
+        self.fit_losses_ = losses
+        self.privacy_loss_ = spend
+        self.epsilon_, self.delta_ = spend.epsilon, spend.delta
+        if hasattr(best, "n_features_in_"):
+            self._set_feature_attributes(best)
+        return self._set_split_sizes(n_users, n_val)
+
+    def _set_split_sizes(self, n_users, n_val):
+        self.n_users_train_ = n_users - n_val
+        self.n_users_validation_ = n_val
+        return self
+
+    def _set_results(self, grid, index, value):
+        """``best_*`` and ``cv_results_`` of the winner ``index`` (only its
+        released loss ``value``)."""
+        self.best_index_ = index
+        self.best_params_ = grid[index]
         results = {"params": grid,
-                   "selected": np.arange(len(grid)) == result.index,
-                   "private_loss": np.where(np.arange(len(grid)) == result.index,
-                                            result.value, np.nan)}
+                   "selected": np.arange(len(grid)) == index,
+                   "private_loss": np.where(np.arange(len(grid)) == index,
+                                            value, np.nan)}
         for name in sorted({k for point in grid for k in point}):
             results[f"param_{name}"] = np.ma.masked_array(
                 [point.get(name) for point in grid],
                 mask=[name not in point for point in grid], dtype=object)
         self.cv_results_ = results
-        self.selection_ = result
-        self.fit_losses_ = losses
+
+    def _score_tau(self, n_val):
+        """The public τ of every run's score (``tuning="papernot_steinke"``):
+        a float as given; ``"hoeffding"``: Lemma 1's radius
+        (:func:`~skuserdp.mean.tau_bounded_rows`); ``"auto"``: none (the box
+        ``[0, loss_bound]``; a private τ at the run's small ρ would need
+        thousands of validation users)."""
+        if not isinstance(self.tau, str):
+            return float(self.tau)
+        if self.tau == "hoeffding":
+            if self.samples_per_user is None:
+                raise ValueError("tau='hoeffding' needs samples_per_user (the "
+                                 "public smallest number of rows per user).")
+            return tau_bounded_rows(0.5 * float(self.loss_bound),
+                                    self.samples_per_user, n_val, TAU_GAMMA)
+        if self.tau != "auto":
+            raise ValueError("tau must be 'auto', 'hoeffding' or a float, got "
+                             f"{self.tau!r}.")
+        return None
+
+    def _fit_random_runs(self, grid, candidates, budget, train, validation,
+                         fit_seed, select_seed):
+        """Papernot & Steinke's repeat-and-select (``tuning=
+        "papernot_steinke"``): ``K`` runs, each a uniformly drawn candidate
+        fitted on the training users and scored on the validation users, both
+        at the run's ρ; only the best run is released."""
+        schedule_seed, score_seed = select_seed.spawn(2)
+        # K and the candidates: a stream of their own, independent of the data
+        runs = random_runs_schedule(budget.mean_runs, budget.distribution,
+                                    len(grid), generator_from(schedule_seed))
+        ests, names = [], []
+        for j, seed in zip(runs, fit_seed.spawn(len(runs))):
+            est = clone(candidates[j])  # each run: fresh noise
+            names.append(set_fit_seeds(est, lambda n, v, s=seed: s.spawn(1)[0]))
+            ests.append(est)
+        X_train, y_train, g_train = train
+        # every run's warnings are recorded apart; only the winner's are
+        # passed on (how many runs there were is never released)
+        with quiet_floating_point():
+            fitted = Parallel(n_jobs=self.n_jobs)(
+                delayed(_fit_run)(est, X_train, y_train, g_train) for est in ests)
+        loss = self._loss()
+        B = float(self.loss_bound)
+        plan = plan_score(len(np.unique(validation[2])), B, budget.rho,
+                          tau=self._score_tau(len(np.unique(validation[2]))))
+        fit_losses = []
+        for (est, _), seed_names in zip(fitted, names):
+            forget_fit_seeds(est, seed_names)
+            fit_losses.append(fitted_privacy_loss(est))
+            check_run_loss(est, fit_losses[-1], plan.loss, budget.rho)
+
+        def user_losses_of(r):
+            # (every warning dropped: they would read the validation rows)
+            with warnings.catch_warnings(), quiet_floating_point():
+                warnings.simplefilter("ignore")
+                return _user_losses(
+                    [fitted[r][0]], *validation, loss, B,
+                    rows_of=None if callable(self.loss) else private_rows)[:, 0]
+        win, value = select_among_runs(runs, user_losses_of, B, plan, score_seed)
+        spend = random_runs_spend(budget)
+        if spend.epsilon > self.epsilon * (1 + 1e-9) or spend.delta > self.delta:
+            raise RuntimeError("the repeat-and-select spend exceeds the budget.")
+        if self.accountant is not None:
+            what = private_step_name(self.estimator)
+            self.accountant.charge(spend, label=f"PrivateGridSearch(papernot_"
+                                   f"steinke over {len(grid)} candidates of {what})")
+        for message in fitted[win][1]:
+            warnings.warn(message, stacklevel=3)
+        best = fitted[win][0]
+        index = int(runs[win])
+        self.best_estimator_ = best
+        self._set_results(grid, index, value)
+        self.selection_ = RandomRunsResult(
+            index, value, ZCDP(budget.rho), budget.mean_runs,
+            budget.distribution, spend)
+        self.fit_losses_ = [fit_losses[win]]
         self.privacy_loss_ = spend
         self.epsilon_, self.delta_ = spend.epsilon, spend.delta
-        self.n_users_train_ = n_users - n_val
-        self.n_users_validation_ = n_val
         if hasattr(best, "n_features_in_"):
             self._set_feature_attributes(best)
         return self

@@ -28,6 +28,15 @@ from ._selection import (
     random_stopping_max_iter,
     random_stopping_privacy,
 )
+from ._repeat_select import (
+    RUN_DISTRIBUTIONS,
+    repeat_select_privacy,
+    repeat_select_rdp,
+    repeat_select_rho_for,
+    run_distribution_shape,
+    tnb_gamma,
+    tnb_mean,
+)
 from ._public_bounds import split_for_log_ranges, split_for_public_bounds
 from ._range_threshold import histogram_pass_threshold
 from ._stability import stability_histogram_privacy, stability_histogram_threshold
@@ -140,6 +149,13 @@ __all__ = [
     "random_stopping_call_budget",
     "random_stopping_privacy",
     "random_stopping_max_iter",
+    "RUN_DISTRIBUTIONS",
+    "run_distribution_shape",
+    "tnb_mean",
+    "tnb_gamma",
+    "repeat_select_rdp",
+    "repeat_select_privacy",
+    "repeat_select_rho_for",
     "poisson_gaussian_epsilon",
     "calibrate_poisson_gaussian",
     "LATTICE_ROUNDING_TAU",

@@ -7,7 +7,9 @@ at (ε=1, δ=1e-6) is ≈ 16.90 (PyDP's discretised implementation reports
 conversion) and to ≈ 0.70 with the Bun–Steinke formula.
 """
 
+import importlib.util
 import math
+import pathlib
 
 import numpy as np
 import pytest
@@ -249,6 +251,13 @@ def test_dp_accounting_cross_check():
     pacc = pld.PLDAccountant(value_discretization_interval=1e-4)
     pacc.compose(dpa.GaussianDpEvent(sigma / 4.0))
     assert pacc.get_epsilon(1e-6) == pytest.approx(1.0, abs=5e-3)
+    # Papernot–Steinke repeat-and-select (RepeatAndSelectDpEvent), from
+    # test_repeat_select.py, so that the CI's dp-accounting step runs it
+    path = pathlib.Path(__file__).with_name("test_repeat_select.py")
+    spec = importlib.util.spec_from_file_location("_repeat_select_checks", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.dp_accounting_repeat_select_cross_check()
 
 
 def test_gaussian_and_laplace_privacy_maps_exact():
