@@ -724,6 +724,19 @@ class UserDPLinearRegression(UserDPRegressorMixin, _UserDPLinearModel):
     boxes ``bounds``/``target_bounds`` (declared or learned privately);
     fitting a scaler on the private data is itself a leak.
 
+    **Accuracy warning.** ``fit`` warns
+    (:class:`~skuserdp.exceptions.AccuracyWarning`) when the fit may be
+    worse than predicting the mean, from public and released values only
+    (no privacy cost): when the public plan's first-order excess risk
+    (``plan_excess_risk``, at the target's largest variance in box
+    units and a conditioning of 0.2) is at least half that variance, or
+    else when a 99 % lower confidence bound of the released fit's gain over
+    the best constant (``gain_lower_bound``, from the known noise law
+    of the released statistics) is negative. The second check is
+    conservative: it may warn on fits that do beat the mean. Without an
+    intercept the baseline is predicting 0 (the middle of
+    ``target_bounds``).
+
 """ + ESTIMAND_NOTES_DOC + """
 
     **Confidence intervals.** :meth:`conf_int` (one row per entry of
