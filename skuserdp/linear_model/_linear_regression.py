@@ -250,31 +250,39 @@ def gain_lower_bound(S, b, w, *, noise_bounds, drop_last_diagonal, intercept):
     With ``(S, b)`` the users' mean (clipped) statistics in box units and
     ``Q(v) = 2vᵀb − vᵀSv``, the mean squared error of predicting with ``v``
     is ``E[y²] − Q(v)``, so the gain of ``w`` over the best intercept-only
-    model is ``Q(w) − max_c Q(c·e_p)`` (``Q(w) − Q(0)`` without an
+    model is ``Γ = Q(w) − max_c Q(c·e_p)`` (``Q(w) − Q(0)`` without an
     intercept): positive iff ``w`` beats predicting the (weighted) mean of
-    the target. Only the released ``(S̃, b̃) = (S + E, b + e)`` are known.
-    For every ``v``, ``Q(v) − Q̃(v) = −2vᵀe + vᵀEv``, so with ``‖e‖ ≤ t_e``
-    and ``‖E‖_op ≤ ‖E‖_F ≤ t_E`` (``noise_bounds``; ``‖E‖_F`` is the norm of
-    the released vech noise, off-diagonal entries times √2)
-    ``|Q(v) − Q̃(v)| ≤ 2‖v‖t_e + ‖v‖²t_E`` *uniformly in v* (``w`` depends
-    on the noise):
+    the target. Only the released ``(S̃, b̃) = (S + E, b + e)`` are known;
+    on the event ``‖e‖ ≤ t_e`` and ``‖E‖_op ≤ ‖E‖_F ≤ t_E``
+    (``noise_bounds``; ``‖E‖_F`` is the norm of the released vech noise,
+    off-diagonal entries times √2) the bounds below hold *for every w at
+    once* (``w`` depends on the noise):
 
-    * ``Q(w) ≥ Q̃(w) − 2‖w‖t_e − ‖w‖²t_E``;
-    * ``max_c Q(c·e_p) ≤ max_{|c|≤1} 2c(|b̃_p| + t_e) − c²s`` with ``s = 1``
-      when the intercept's constant entry is not released (it is 1) and
-      ``s = S̃_pp − t_E`` otherwise; the best constant lies in ``[-1, 1]``
-      since the targets do.
+    * intercept, its constant entry not released (it is 1): the best
+      constant is ``b_p`` and ``Γ = 2wᵀb − wᵀSw − b_p²``; with
+      ``Γ̃`` the same of the released values and ``u = w − b̃_p·e_p``,
+      ``Γ − Γ̃ = −2uᵀe + wᵀEw − e_p²``, so
+      ``Γ ≥ Γ̃ − 2‖u‖t_e − ‖w‖²t_E − t_e²``;
+    * intercept, constant entry released (``estimand="row_mean"``):
+      ``Q(w) ≥ Q̃(w) − 2‖w‖t_e − ‖w‖²t_E`` and ``max_c Q(c·e_p) ≤
+      max_{|c|≤1} 2c(|b̃_p| + t_e) − c²(S̃_pp − t_E)`` (the best constant
+      lies in ``[-1, 1]`` since the targets do);
+    * no intercept: ``Q(w) − Q(0) ≥ Q̃(w) − 2‖w‖t_e − ‖w‖²t_E``.
 
-    Returns the difference of the two bounds: on the event of the noise
-    bounds the gain is at least this value. Only released values are read.
+    Returns the bound; only released values are read.
     """
     t_e, t_E = (float(t) for t in noise_bounds)
     q_hat = 2.0 * float(w @ b) - float(w @ S @ w)
     norm_w = float(np.linalg.norm(w))
+    if intercept and drop_last_diagonal:
+        u = np.array(w, dtype=np.float64)
+        u[-1] -= float(b[-1])
+        return (q_hat - float(b[-1]) ** 2 - 2.0 * float(np.linalg.norm(u)) * t_e
+                - norm_w * norm_w * t_E - t_e * t_e)
     lower = q_hat - 2.0 * norm_w * t_e - norm_w * norm_w * t_E
     if intercept:
         a = abs(float(b[-1])) + t_e
-        s = 1.0 if drop_last_diagonal else float(S[-1, -1]) - t_E
+        s = float(S[-1, -1]) - t_E
         lower -= a * a / s if s > a else 2.0 * a - s
     return lower
 
