@@ -499,8 +499,10 @@ class PhasedPlan:
 
     @property
     def range_failure_bound(self):
-        """Union over the phases of their
-        :attr:`GradientPlan.range_failure_bound`, capped at 1."""
+        """The union over the phases of their failure bounds, capped at 1.
+
+        The sum of the phases' :attr:`GradientPlan.range_failure_bound`.
+        """
         return min(1.0, sum(p.range_failure_bound for p in self.phases))
 
 
