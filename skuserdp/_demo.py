@@ -99,9 +99,13 @@ DEMO_CONFIGS = {
              bounds=_ROW_BOX)
         for eps in (0.5, 1.0, 2.0)
     ],
+    # The one-shot release of p(p+3)/2 = 77 statistics (10 features and the
+    # intercept) is too noisy to be certified better than the mean below
+    # epsilon = 2 with 2000 users: the fit warns there (issue 31), and a demo
+    # fit must not warn.
     "UserDPLinearRegression": [
         dict(epsilon=eps, delta=1e-6, bounds=_ROW_BOX, target_bounds=(-1.0, 1.0))
-        for eps in (0.5, 1.0, 2.0)
+        for eps in (2.0, 4.0, 8.0)
     ],
     # Only a loose box, 20x wider than the demo's public knowledge: the
     # shrinking steps locate the users and estimate their spread privately.

@@ -765,6 +765,9 @@ def _score_error(call):
     raise AssertionError("expected an error")
 
 
+@pytest.mark.filterwarnings(  # a small fixture: the SSP accuracy warning (issue 31)
+    "ignore:UserDPLinearRegression may be worse than:"
+    "skuserdp.exceptions.AccuracyWarning")
 def test_score_messages_show_no_held_out_value():
     # review finding 12: scikit-learn's score printed a text target
     # ("could not convert string to float: '...'") and, for a classifier,

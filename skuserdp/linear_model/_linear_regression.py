@@ -83,6 +83,7 @@ from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..base import CI_CONSTRAINTS, ESTIMAND_CONSTRAINTS, check_estimand
+from ..exceptions import AccuracyWarning
 from ..mean._base import _compose_any
 from ..mean._clip_noise import clip_noise_from_plan, plan_clip_noise
 from ..mechanisms._private_bounds import private_quantile
@@ -111,6 +112,7 @@ from ..privacy._conversion import report_spend
 from ..utils._docstrings import fill_doc
 from ..utils._numeric import quiet_floating_point
 from ..utils._random import make_seed_sequence
+from ..utils._warnings import warn_at_caller
 from ..users._column import split_groups_column
 from ..users._dask import is_dask_collection
 from ..users._resolve import check_min_users
@@ -159,6 +161,144 @@ CI_SHARE = 0.05
 #: probability that the lower confidence bound of the smallest eigenvalue
 #: exceeds the released value's target (OUR CHOICE; AdaSSP uses δ)
 EIGEN_FAILURE = 0.01
+
+
+#: public conditioning λ_pub the plan check assumes: the design's second
+#: moment ``λ_pub·I`` in box units (spec §3.3, OUR CHOICE)
+PLAN_CONDITIONING = 0.2
+#: the plan check warns when its excess risk is at least this share of the
+#: target's variance bound (spec §3.3, OUR CHOICE)
+PLAN_WARN_RATIO = 0.5
+#: failure probability of the gain's lower confidence bound (OUR CHOICE)
+GAIN_FAILURE = 0.01
+
+ADVICE = ("Use more users, a larger epsilon, fewer features, or "
+          "UserDPSGDRegressor (iterative, its noise does not grow with p²).")
+
+
+def plan_excess_risk(noise_variance, n_params, *, target_variance=1.0,
+                     conditioning=PLAN_CONDITIONING, ridge=0.0):
+    """First-order excess prediction risk of the noisy solve (public values).
+
+    Model (spec §3.3, box units): the design's second moment is
+    ``Σ = λ·I`` (``λ = conditioning``), the coefficients have
+    ``λ‖θ‖² = v`` (``v = target_variance``, so the signal is at most the
+    target's variance), and the released ``(S̃, b̃) = (Σ + E, Σθ + e)`` carry
+    this estimator's noise: variance ``σ²`` on every released coordinate,
+    so ``Var(E_jj) = σ²``, ``Var(E_jk) = σ²/2`` (the off-diagonal entries are
+    released times √2) and ``Var(e_j) = σ²``. To first order in the noise,
+    ``θ̂ = (Σ + α)⁻¹(Σθ + ξ)`` with ``ξ = e − Eθ``, ``Cov ξ = σ²I +
+    (σ²/2)(‖θ‖²I + θθᵀ)``, and the excess risk
+    ``E[(θ̂ − θ)ᵀΣ(θ̂ − θ)]`` is exactly::
+
+        λ·(α²‖θ‖² + tr Cov ξ)/(λ + α)²,   tr Cov ξ = σ²(p + (p + 1)‖θ‖²/2)
+
+    (the spec's formula with the ``θθᵀ`` term and this estimator's
+    off-diagonal noise; checked by simulation in
+    ``tests/linear_model/test_ssp_accuracy_check.py``).
+
+    Parameters
+    ----------
+    noise_variance : float
+        σ², the noise variance of one released coordinate (mean scale).
+    n_params : int
+        p (features plus intercept).
+    target_variance : float, default=1.0
+        v; 1 is the bound of a target in ``[-1, 1]`` (box units).
+    conditioning : float, default=0.2
+        λ.
+    ridge : float, default=0.0
+        α.
+
+    Returns
+    -------
+    excess : float
+
+    Examples
+    --------
+    >>> from skuserdp.linear_model._linear_regression import plan_excess_risk
+    >>> round(plan_excess_risk(1e-4, 3, target_variance=0.2, conditioning=0.5), 6)
+    0.00076
+    """
+    lam, v, s2 = float(conditioning), float(target_variance), float(noise_variance)
+    p, a = int(n_params), float(ridge)
+    theta2 = v / lam
+    cov_trace = s2 * (p + (p + 1) * theta2 / 2.0)
+    return lam * (a * a * theta2 + cov_trace) / (lam + a) ** 2
+
+
+def noise_norm_bound(n_coords, noise_variance, law, probability):
+    """``t`` with ``P(‖g‖₂ ≥ t) ≤ probability`` for the noise ``g`` of
+    ``n_coords`` released coordinates (independent, variance ``σ²`` each).
+
+    Discrete Gaussian noise is σ-sub-Gaussian (Canonne, Kamath and Steinke
+    2020), and for independent σ-sub-Gaussian coordinates
+    ``P(‖g‖² > σ²(k + 2√(kL) + 2L)) ≤ e^{−L}`` (Hsu, Kakade and Zhang 2012,
+    Theorem 1 with ``A = I``). Discrete Laplace noise: Markov's inequality
+    on ``‖g‖²`` (mean ``kσ²``), ``t = σ√(k/β)``.
+    """
+    k, s2 = float(n_coords), float(noise_variance)
+    if law == "gaussian":
+        L = math.log(1.0 / probability)
+        return math.sqrt(s2 * (k + 2.0 * math.sqrt(k * L) + 2.0 * L))
+    return math.sqrt(s2 * k / probability)
+
+
+def gain_lower_bound(S, b, w, *, noise_bounds, drop_last_diagonal, intercept):
+    """Lower confidence bound of the fit's gain over the best constant.
+
+    With ``(S, b)`` the users' mean (clipped) statistics in box units and
+    ``Q(v) = 2vᵀb − vᵀSv``, the mean squared error of predicting with ``v``
+    is ``E[y²] − Q(v)``, so the gain of ``w`` over the best intercept-only
+    model is ``Γ = Q(w) − max_c Q(c·e_p)`` (``Q(w) − Q(0)`` without an
+    intercept): positive iff ``w`` beats predicting the (weighted) mean of
+    the target. Only the released ``(S̃, b̃) = (S + E, b + e)`` are known;
+    on the event ``‖e‖ ≤ t_e`` and ``‖E‖_op ≤ ‖E‖_F ≤ t_E``
+    (``noise_bounds``; ``‖E‖_F`` is the norm of the released vech noise,
+    off-diagonal entries times √2) the bounds below hold *for every w at
+    once* (``w`` depends on the noise):
+
+    * intercept, its constant entry not released (it is 1): the best
+      constant is ``b_p`` and ``Γ = 2wᵀb − wᵀSw − b_p²``; with
+      ``Γ̃`` the same of the released values and ``u = w − b̃_p·e_p``,
+      ``Γ − Γ̃ = −2uᵀe + wᵀEw − e_p²``, so
+      ``Γ ≥ Γ̃ − 2‖u‖t_e − ‖w‖²t_E − t_e²``;
+    * intercept, constant entry released (``estimand="row_mean"``):
+      ``Q(w) ≥ Q̃(w) − 2‖w‖t_e − ‖w‖²t_E`` and ``max_c Q(c·e_p) ≤
+      max_{|c|≤1} 2c(|b̃_p| + t_e) − c²(S̃_pp − t_E)`` (the best constant
+      lies in ``[-1, 1]`` since the targets do);
+    * no intercept: ``Q(w) − Q(0) ≥ Q̃(w) − 2‖w‖t_e − ‖w‖²t_E``.
+
+    Returns the bound; only released values are read.
+    """
+    t_e, t_E = (float(t) for t in noise_bounds)
+    q_hat = 2.0 * float(w @ b) - float(w @ S @ w)
+    norm_w = float(np.linalg.norm(w))
+    if intercept and drop_last_diagonal:
+        u = np.array(w, dtype=np.float64)
+        u[-1] -= float(b[-1])
+        return (q_hat - float(b[-1]) ** 2 - 2.0 * float(np.linalg.norm(u)) * t_e
+                - norm_w * norm_w * t_E - t_e * t_e)
+    lower = q_hat - 2.0 * norm_w * t_e - norm_w * norm_w * t_E
+    if intercept:
+        a = abs(float(b[-1])) + t_e
+        s = float(S[-1, -1]) - t_E
+        lower -= a * a / s if s > a else 2.0 * a - s
+    return lower
+
+
+def gain_noise_bounds(p, noise_variance, law, grid, drop_last_diagonal,
+                      probability):
+    """``(t_e, t_E)`` of :func:`gain_lower_bound`: each holds with
+    probability ``1 − probability/2`` (:func:`noise_norm_bound` of the p
+    coordinates of ``b`` and of the released vech coordinates of ``S``),
+    plus the lattice rounding (at most ``grid`` per coordinate of a mean)."""
+    rows, _, _ = _vech_layout(p, drop_last_diagonal)
+    out = []
+    for k in (p, rows.shape[0]):
+        out.append(noise_norm_bound(k, noise_variance, law, probability / 2.0)
+                   + grid * math.sqrt(k))
+    return tuple(out)
 
 
 def _vech_layout(p, drop_last_diagonal):
@@ -592,6 +732,19 @@ class UserDPLinearRegression(UserDPRegressorMixin, _UserDPLinearModel):
     boxes ``bounds``/``target_bounds`` (declared or learned privately);
     fitting a scaler on the private data is itself a leak.
 
+    **Accuracy warning.** ``fit`` warns
+    (:class:`~skuserdp.exceptions.AccuracyWarning`) when the fit may be
+    worse than predicting the mean, from public and released values only
+    (no privacy cost): when the public plan's first-order excess risk
+    (``plan_excess_risk``, at the target's largest variance in box
+    units and a conditioning of 0.2) is at least half that variance, or
+    else when a 99 % lower confidence bound of the released fit's gain over
+    the best constant (``gain_lower_bound``, from the known noise law
+    of the released statistics) is negative. The second check is
+    conservative: it may warn on fits that do beat the mean. Without an
+    intercept the baseline is predicting 0 (the middle of
+    ``target_bounds``).
+
 """ + ESTIMAND_NOTES_DOC + """
 
     **Confidence intervals.** :meth:`conf_int` (one row per entry of
@@ -789,8 +942,8 @@ class UserDPLinearRegression(UserDPRegressorMixin, _UserDPLinearModel):
                                                random_state=seed_eig)
             released = clip_noise_from_plan(V, plan, random_state=seed_stats,
                                             n_jobs=self.n_jobs)
-            S, b = _unpack(released, p, drop)
-            eigval, eigvec = np.linalg.eigh(S)
+            S_released, b = _unpack(released, p, drop)
+            eigval, eigvec = np.linalg.eigh(S_released)
             S = (eigvec * np.maximum(eigval, 0.0)) @ eigvec.T
             if eig_plan is None:
                 alpha = float(self.alpha)
@@ -807,6 +960,7 @@ class UserDPLinearRegression(UserDPRegressorMixin, _UserDPLinearModel):
             if self.fit_intercept:
                 ridge[-1] = 0.0
             w = np.linalg.lstsq(S + np.diag(ridge), b, rcond=None)[0]
+            self._check_accuracy(plan, eig_plan, S_released, b, w)
             coef, intercept = scale.unscale(*self._set_coef(w[None, :]))
             if box_loss is not None:
                 loss = compose(box_loss, loss)
@@ -823,6 +977,54 @@ class UserDPLinearRegression(UserDPRegressorMixin, _UserDPLinearModel):
             self.n_users_ = n_users
             self._set_spend(loss)
             return self
+
+    def _check_accuracy(self, plan, eig_plan, S, b, w):
+        """Warn (AccuracyWarning) when the fit may be worse than predicting
+        the mean; public and released values only (post-processing).
+
+        1. The public plan (spec §3.3): :func:`plan_excess_risk` at the
+           plan's noise, the target's variance bound in box units (1), the
+           conditioning ``PLAN_CONDITIONING`` and the ridge the plan expects
+           (``alpha``, or for ``"auto"`` the noise bound minus the
+           conditioning's lower confidence bound); warns when it is at least
+           ``PLAN_WARN_RATIO`` of that bound.
+        2. Otherwise the released fit: :func:`gain_lower_bound` of its gain
+           over the best constant at confidence ``1 − GAIN_FAILURE``; warns
+           when it is negative (the noise could make the fit worse than the
+           mean).
+        """
+        p = w.shape[0]
+        s2 = plan.noise_variance
+        if eig_plan is None:
+            ridge = float(self.alpha)
+        else:
+            lam_lower = max(0.0, PLAN_CONDITIONING
+                            - eig_plan.upper_tail(EIGEN_FAILURE))
+            ridge = max(0.0, math.sqrt(2.0 * p * s2) - lam_lower)
+        excess = plan_excess_risk(s2, p, ridge=ridge)
+        baseline = ("predicting the mean" if self.fit_intercept
+                    else "predicting 0 (the middle of target_bounds)")
+        head = f"{type(self).__name__} may be worse than {baseline}: "
+        if excess >= PLAN_WARN_RATIO:
+            warn_at_caller(
+                f"{head}with {plan.n_users} users and {p} parameters at this "
+                "budget the noise of the released statistics dominates (the "
+                f"public plan's excess risk is {excess:.3g} times the target's "
+                "largest variance in box units, for a conditioning of "
+                f"{PLAN_CONDITIONING:g}). {ADVICE}", AccuracyWarning)
+            return
+        bounds = gain_noise_bounds(p, s2, noise_law(plan.noise), plan.grid,
+                                   self._drop_constant, GAIN_FAILURE)
+        lower = gain_lower_bound(S, b, w, noise_bounds=bounds,
+                                 drop_last_diagonal=self._drop_constant,
+                                 intercept=bool(self.fit_intercept))
+        if lower < 0.0:
+            warn_at_caller(
+                f"{head}the noise of the released statistics is too large to "
+                f"certify its gain (a {1 - GAIN_FAILURE:.0%} lower confidence "
+                f"bound of its gain in mean squared error is {lower:.3g} < 0, box "
+                f"units, from the released statistics only). {ADVICE}",
+                AccuracyWarning)
 
     def _split_interval_budget(self, epsilon, seed):
         """Take ``ci_share`` of the budget left for the fit's own releases

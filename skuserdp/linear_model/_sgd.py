@@ -68,7 +68,9 @@ from ..privacy import (
     compose_adaptive_queries,
     compose_parallel,
 )
+from ..exceptions import AccuracyWarning
 from ..utils._random import generator_from, make_seed_sequence
+from ..utils._warnings import warn_at_caller
 
 __all__ = [
     "GradientPlan",
@@ -148,6 +150,35 @@ class GradientPlan:
     restart: int
     radius: float
     loss: object
+
+    @property
+    def range_failure_bound(self):
+        """The plan's public bound on the probability that a range step fails.
+
+        ``"winsorized"``: the union over the T steps of each step's
+        :attr:`~skuserdp.mean.WinsorizedPlan.range_failure_bound` (the
+        probability that some PrivateRange misses the bulk of the users'
+        gradients), capped at 1; ``"clip"`` has no range step (0). At 1 the
+        bound guarantees nothing: the range steps are planned to fail.
+        """
+        if self.aggregator != "winsorized":
+            return 0.0
+        return min(1.0, self.n_steps * self.release.range_failure_bound)
+
+
+def _warn_if_range_fails(plan, name):
+    """AccuracyWarning (public values only) when ``plan``'s own range-failure
+    bound is 1 (issue 31: the planners warn whenever their range step will
+    certainly fail)."""
+    bound = plan.range_failure_bound
+    if bound >= 1.0:
+        warn_at_caller(
+            f"{name}: with {plan.n_users} users this plan's winsorized range "
+            f"steps have a public failure bound of {bound:.3g}, i.e. nothing "
+            "guarantees that they find the users' gradients: the winsorized "
+            "aggregator falls back to noise-dominated estimates (the privacy "
+            "guarantee is unaffected). Use aggregator='clip', more users or a "
+            "larger epsilon.", AccuracyWarning)
 
 
 def _schedule(schedule, n_steps, smoothness, strong_convexity, radius, nu2,
@@ -253,6 +284,12 @@ def plan_gradient_descent(n_users, n_params, *, epsilon, delta, n_steps,
         Step sizes, averaging weights, the per-step release plan and the
         composed loss.
 
+    Warns
+    -----
+    AccuracyWarning
+        When the plan's :attr:`GradientPlan.range_failure_bound` is 1 (the
+        winsorized range steps are planned to fail; public values only).
+
     Examples
     --------
     >>> from skuserdp.linear_model import plan_gradient_descent
@@ -263,6 +300,22 @@ def plan_gradient_descent(n_users, n_params, *, epsilon, delta, n_steps,
     >>> plan.n_steps, plan.schedule, round(float(plan.weights.sum()), 12)
     (50, 'convex', 1.0)
     """
+    plan = _plan_gradient_descent(
+        n_users, n_params, epsilon=epsilon, delta=delta, n_steps=n_steps,
+        aggregator=aggregator, gradient_bound=gradient_bound,
+        smoothness=smoothness, radius=radius, clip_norm=clip_norm, tau=tau,
+        gamma=gamma, sampling_rate=sampling_rate,
+        strong_convexity=strong_convexity, learning_rate=learning_rate,
+        calibration=calibration)
+    _warn_if_range_fails(plan, "plan_gradient_descent")
+    return plan
+
+
+def _plan_gradient_descent(n_users, n_params, *, epsilon, delta, n_steps,
+                           aggregator, gradient_bound, smoothness, radius,
+                           clip_norm, tau, gamma, sampling_rate,
+                           strong_convexity, learning_rate, calibration):
+    """:func:`plan_gradient_descent` without its warning."""
     n_users, n_params, T = int(n_users), int(n_params), int(n_steps)
     if T < 1:
         raise ValueError(f"n_steps must be >= 1, got {n_steps}.")
@@ -469,6 +522,14 @@ class PhasedPlan:
         """Total number of gradient steps over all phases."""
         return sum(p.n_steps for p in self.phases)
 
+    @property
+    def range_failure_bound(self):
+        """The union over the phases of their failure bounds, capped at 1.
+
+        The sum of the phases' :attr:`GradientPlan.range_failure_bound`.
+        """
+        return min(1.0, sum(p.range_failure_bound for p in self.phases))
+
 
 #: phases with fewer users than this are never run (public rule)
 PHASE_MIN_USERS = 2
@@ -567,6 +628,12 @@ def plan_phased_erm(n_users, n_params, *, epsilon, delta, aggregator,
     plan : PhasedPlan
         Block sizes, regularisation strengths and the plan of every phase.
 
+    Warns
+    -----
+    AccuracyWarning
+        When the plan's :attr:`PhasedPlan.range_failure_bound` is 1 (public
+        values only).
+
     Examples
     --------
     >>> from skuserdp.linear_model import plan_phased_erm
@@ -589,11 +656,12 @@ def plan_phased_erm(n_users, n_params, *, epsilon, delta, aggregator,
 
     def gd_plan(t, steps, lam_t):
         n_t = n // 2 ** t
-        return plan_gradient_descent(
+        return _plan_gradient_descent(
             n_t, d, epsilon=epsilon, delta=delta, n_steps=steps,
             aggregator=aggregator, gradient_bound=G, smoothness=H + lam_t,
             radius=R, clip_norm=clip_norm, tau=tau(n_t) if callable(tau) else tau,
-            gamma=gamma, strong_convexity=lam_t, calibration=calibration)
+            gamma=gamma, sampling_rate=None, strong_convexity=lam_t,
+            learning_rate=None, calibration=calibration)
 
     def n_steps(t, lam_t, kappa):
         arg = G * R * lam_t * (n // 2 ** t) ** 2 / kappa ** 2
@@ -627,8 +695,10 @@ def plan_phased_erm(n_users, n_params, *, epsilon, delta, aggregator,
         sizes.append(n_t)
         lambdas.append(lam_t)
     loss = compose_parallel(*(p.loss for p in phases))
-    return PhasedPlan(n, d, tuple(sizes), tuple(lambdas), tuple(phases), loss,
+    plan = PhasedPlan(n, d, tuple(sizes), tuple(lambdas), tuple(phases), loss,
                       kappa, n_phases)
+    _warn_if_range_fails(plan, "plan_phased_erm")
+    return plan
 
 
 def phased_erm(user_gradients, plan, *, theta0, penalty_gradient=None,

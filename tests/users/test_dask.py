@@ -238,6 +238,9 @@ def test_dask_warns_loudly_without_groups():
     assert kinds == [(YIgnoredWarning, __file__), (ItemLevelPrivacyWarning, __file__)]
 
 
+@pytest.mark.filterwarnings(  # few users: the SSP accuracy warning (issue 31)
+    "ignore:UserDPLinearRegression may be worse than:"
+    "skuserdp.exceptions.AccuracyWarning")
 @pytest.mark.parametrize("box", ["declared", "auto"])
 def test_linear_regression_on_cluster_equals_in_memory(box, client):
     from skuserdp.linear_model import UserDPLinearRegression
@@ -261,6 +264,9 @@ def test_linear_regression_on_cluster_equals_in_memory(box, client):
     np.testing.assert_array_equal(est.bounds_[0], ref.bounds_[0])
 
 
+@pytest.mark.filterwarnings(  # few users: the SSP accuracy warning (issue 31)
+    "ignore:UserDPLinearRegression may be worse than:"
+    "skuserdp.exceptions.AccuracyWarning")
 def test_linear_regression_dask_checks():
     from skuserdp.linear_model import UserDPLinearRegression
 
