@@ -306,7 +306,7 @@ def plan_gradient_descent(n_users, n_params, *, epsilon, delta, n_steps,
         smoothness=smoothness, radius=radius, clip_norm=clip_norm, tau=tau,
         gamma=gamma, sampling_rate=sampling_rate,
         strong_convexity=strong_convexity, learning_rate=learning_rate,
-        calibration=calibration)
+        calibration=calibration, n_trim=n_trim)
     _warn_if_range_fails(plan, "plan_gradient_descent")
     return plan
 
@@ -314,7 +314,8 @@ def plan_gradient_descent(n_users, n_params, *, epsilon, delta, n_steps,
 def _plan_gradient_descent(n_users, n_params, *, epsilon, delta, n_steps,
                            aggregator, gradient_bound, smoothness, radius,
                            clip_norm, tau, gamma, sampling_rate,
-                           strong_convexity, learning_rate, calibration):
+                           strong_convexity, learning_rate, calibration,
+                           n_trim=0):
     """:func:`plan_gradient_descent` without its warning."""
     n_users, n_params, T = int(n_users), int(n_params), int(n_steps)
     if T < 1:
