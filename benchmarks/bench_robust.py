@@ -160,7 +160,7 @@ def main_sgd(args):
     print(f"\n||beta|| = {rows[0]['beta_norm']:.3g}; epsilon = {EPS}, delta = "
           f"{DELTA}; {seeds} seeds; {time.time() - t0:.0f} s")
     stem = "robust_sgd_quick" if args.quick else "robust_sgd"
-    write_results(RESULTS_DIR, stem, rows,
+    write_results(args.output_dir, stem, rows,
                   dict(summary=summary, epsilon=EPS, delta=DELTA, seeds=seeds))
     return 0
 
@@ -170,6 +170,7 @@ def main(argv=None):
     p.add_argument("--quick", action="store_true")
     p.add_argument("--part", choices=["mean", "sgd"], default="mean")
     p.add_argument("--n-jobs", type=int, default=2)
+    p.add_argument("--output-dir", type=Path, default=RESULTS_DIR)
     args = p.parse_args(argv)
     if args.part == "sgd":
         return main_sgd(args)
@@ -203,7 +204,7 @@ def main(argv=None):
     print(f"\nepsilon = {EPS} (largest spent {eps_spent:.6g}), delta = {DELTA}; "
           f"{reps} repetitions; {time.time() - t0:.0f} s")
     stem = "robust_quick" if args.quick else "robust"
-    write_results(RESULTS_DIR, stem, rows,
+    write_results(args.output_dir, stem, rows,
                   dict(table=table, slopes=slopes, epsilon=EPS, delta=DELTA,
                        repetitions=reps))
     return 0
