@@ -22,7 +22,7 @@ from ..base import ESTIMAND_CONSTRAINTS, check_estimand
 from ..exceptions import AccuracyWarning
 from ..mean._concentration import tau_gradients
 from ..mean._clip_noise import clip_noise_from_plan, plan_clip_noise
-from ..mechanisms._private_bounds import private_quantile
+from ..mechanisms._private_bounds import _positive_grid, private_quantile
 from ..privacy import (
     ZCDP,
     compose,
@@ -72,6 +72,14 @@ SMOOTH_SHARE = 0.05
 #: share of the zCDP budget of the starting intercept (regression with
 #: clip_norm="auto"): the users' mean target
 INTERCEPT_SHARE = 0.02
+
+
+def few_users_clip_threshold(eps0):
+    """The fewest users with which the private median of the clip norm is
+    informative: ``⌈4·ln(K)/ε₀⌉`` (``K`` the size of the public grid of
+    :func:`~skuserdp.mechanisms.private_quantile`; see
+    ``_BaseUserDPSGD._check_clip_users``). Public."""
+    return math.ceil(4.0 * math.log(_positive_grid().size) / float(eps0))
 
 
 def _user_gradient_fn(loss, Xa, y, codes, n_users, n_outputs):
@@ -477,8 +485,34 @@ class _BaseUserDPSGD(_UserDPLinearModel):
             epsilon, self.delta, CLIP_SHARE, 1, zcdp=True)
         seed_clip, seed_rest = make_seed_sequence(seed).spawn(2)
         norms = np.linalg.norm(users_fn()(theta0), axis=1)
+        self._check_clip_users(norms.shape[0], eps0)  # public: n and ε₀ only
         C = private_quantile(norms, 0.5, eps0, random_state=seed_clip)
         return C, loss, eps_rest, seed_rest
+
+    def _check_clip_users(self, n_users, eps0):
+        """Warn when too few users make the private median of the clip norm
+        uninformative (public: ``n`` and ``ε₀`` only, no privacy cost).
+
+        The exponential mechanism of :func:`private_quantile` picks a point
+        of its public grid (``K`` points) with probability ``∝
+        exp(−ε₀·cost/2)``; the median's bin has cost 0, a grid point
+        outside the users' norms cost about ``n/2``. Unless
+        ``ε₀·n/4 ≥ ln K`` the grid points outside the data together weigh
+        more than the median: the clip norm may land anywhere in
+        ``[G/1000, G]`` (measured: a 1000-fold spread between seeds at 38
+        users, ε = 4), and so may the noise of every step. The warning
+        depends on public values only, so it fires in every seed alike.
+        """
+        n_min = few_users_clip_threshold(eps0)
+        if n_users < n_min:
+            warn_at_caller(
+                f"{type(self).__name__}: {n_users} users are too few for the "
+                f"private clip norm (clip_norm='auto') at this budget: its "
+                f"private median needs about {n_min} users (ε₀ = {eps0:.3g} of "
+                "the clip release); below that the clip norm, and with it the "
+                "noise of every step, is close to arbitrary and the fit can be "
+                "far worse than predicting the mean. Use more users, a larger "
+                "epsilon, or a public clip_norm.", AccuracyWarning)
 
     def _fit_parameters(self, loss, rows, n_outputs, *, epsilon=None,
                         row_bound=None, random_state=None, pre_loss=None):
