@@ -79,3 +79,32 @@ def test_threshold_is_where_the_warning_switches():
             warnings.filterwarnings("ignore", f".*{NOISY}", AccuracyWarning)
             got = _few_user_warnings(est, X, (y > 0).astype(int), g)
         assert len(got) == expected, n
+
+
+def test_few_users_use_the_public_clip_rule_and_no_standardisation():
+    # below the threshold: clip_norm_ = radius·H/max_iter (H from the private
+    # smoothness, mean_squared_row_norm_), no private standardisation, and the
+    # spend stays within the target (the skipped clip release is not billed)
+    X, y, g = _data(40)
+    reg = UserDPSGDRegressor(epsilon=4.0, bounds=(-1, 1), target_bounds=(-2, 2),
+                             max_iter=50, radius=3.0, random_state=0)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", f".*{NOISY}", AccuracyWarning)
+        assert len(_few_user_warnings(reg, X, y, g)) == 1
+    assert not hasattr(reg, "feature_center_")
+    assert reg.epsilon_ <= 4.0 * (1 + 1e-12)
+    # with a constant learning rate H is public, the squared loss's
+    # smoothness row_bound² (rows in box units plus the intercept's 1), and
+    # the rule is exact: radius·H/max_iter (below G = b(b·radius + 1))
+    fixed = UserDPSGDRegressor(epsilon=4.0, bounds=(-1, 1), target_bounds=(-2, 2),
+                               max_iter=50, radius=3.0, learning_rate=0.05,
+                               random_state=0)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", f".*{NOISY}", AccuracyWarning)
+        assert len(_few_user_warnings(fixed, X, y, g)) == 1
+    assert fixed.clip_norm_ == pytest.approx(3.0 * (2 + 1) / 50, rel=1e-12)
+    # many users: the private median (standardised), no rule
+    X, y, g = _data(1500, rows=2)
+    big = UserDPSGDRegressor(epsilon=1.0, bounds=(-1, 1), target_bounds=(-2, 2),
+                             random_state=0).fit(X, y, groups=g)
+    assert hasattr(big, "feature_center_")
