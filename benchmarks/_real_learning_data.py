@@ -200,8 +200,28 @@ PRODUC = {
 }
 
 
+# -------------------------------------------------------------------- Guns
+def _guns():
+    df = _rdata("AER", "Guns")
+    df["law"] = (df["law"].astype(str) == "yes").astype(float)
+    return df, _unit_codes(df["state"])
+
+
+_GUNS_FEATURES = ["prisoners", "afam", "cauc", "male", "population", "income",
+                  "density", "law"]
+
+GUNS = {
+    "name": "AER_guns",
+    "unit": "US state (50 states and DC x 1977-1999)",
+    "target": "violent",
+    "features": _GUNS_FEATURES,
+    "bounds": {c: _cb("AER_guns", c) for c in ["violent"] + _GUNS_FEATURES},
+    "load": _guns,
+}
+
+
 REGRESSIONS = (AIRFARE, COUNTYMURDERS, CHEM97, WAGE_PANEL, PLM_WAGES)
-FEW_USERS = (PRODUC,)
+FEW_USERS = (PRODUC, GUNS)
 
 
 def task_arrays(task):
