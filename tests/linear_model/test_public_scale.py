@@ -287,13 +287,15 @@ def test_linear_regression_default_spend_is_the_composition_of_its_releases(
 
 
 # ------------------------------------------------------------------ audit
-def _clip_pair(n_users=10):
+def _clip_pair(n_users=64):
     # One feature, box (-1, 1), no intercept; one row per user. At θ = 0 the
     # squared loss's gradient of a user is −x·y (up to the loss's constant):
     # half the users tiny (x = y = 0.2: |g| = 0.04), half large (x = y = 1:
     # |g| = 1), so the median's bin lies between the two groups; the
     # neighbour turns one tiny user into a large one (6 large, 4 tiny), which
-    # moves the median's bin to the large users' bin.
+    # moves the median's bin to the large users' bin. 64 users: above the
+    # few-users threshold ⌈4·ln 2050/ε₀⌉ (ε₀ ≈ 1 here), below which the
+    # estimator skips the private median for a public rule.
     X = np.zeros((n_users, 2))
     X[: n_users // 2] = 0.2
     X[n_users // 2:] = 1.0
