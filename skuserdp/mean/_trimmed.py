@@ -208,6 +208,7 @@ class TrimmedMeanEstimator(UserLevelMeanEstimator):
         parts = split_zcdp_shares(rho, shares)
         seeds = iter(make_seed_sequence(budget.random_state).spawn(len(parts)))
         center = np.asarray(budget.midpoint, dtype=np.float64)
+        r_max = 2.0 * float(np.linalg.norm(budget.half_width))
         radii, losses = [], []
         for t in range(N_STEPS + 1):
             q_part, r_part = parts[2 * t], parts[2 * t + 1]
@@ -215,7 +216,12 @@ class TrimmedMeanEstimator(UserLevelMeanEstimator):
             dist = _distances(U, center)
             s = private_quantile(dist, 0.5, eps_q, random_state=next(seeds))
             losses.append(pure_to_zcdp(eps_q, bounded_range=True))
-            r = (FINAL_WIDEN if t == N_STEPS else WIDEN) * s
+            # the released median is a point of a fixed wide log grid: at few
+            # users or a small share it can land far outside the data
+            # (measured: 3e44 for data in a box of diameter 35, whose noise
+            # then swamped every later step); no user's mean clipped to the
+            # box is farther than the box's diameter from a centre in it
+            r = min((FINAL_WIDEN if t == N_STEPS else WIDEN) * s, r_max)
             plan = plan_trimmed_mean(n, d, n_trim=k, budget=r_part, radius=r)
             center = trimmed_mean_from_plan(U, plan, center=center,
                                             random_state=next(seeds),

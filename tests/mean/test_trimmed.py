@@ -70,3 +70,21 @@ def test_auto_routes_corrupted_fraction_to_the_trimmed_mean(fraction):
     clean = UserMeanEstimator(bounds=(-2000, 2000), random_state=0).fit(
         X, groups=groups)
     assert clean.method_ != "trimmed"
+
+
+def test_radius_never_exceeds_the_box_diameter():
+    # the private median is a point of a fixed wide log grid: with 600 users
+    # and a 3.3 % share, random_state=7 released 3e44 for data in a box of
+    # diameter 35, and the estimate came out at 1e39 (found by the Dask
+    # equivalence test); the radius is now capped at the box's diameter
+    rng = np.random.default_rng(0)
+    g = np.repeat(np.arange(600), rng.integers(1, 6, 600))
+    X = rng.normal(0.5, 1.0, size=(g.size, 3))
+    diameter = 2 * np.linalg.norm([10.0] * 3)
+    for seed in range(7, 12):
+        est = TrimmedMeanEstimator(bounds=(-10, 10), random_state=seed).fit(
+            X, groups=g)
+        assert np.all(est.radii_ <= diameter)
+        # sampling sd of the mean is ~0.03 per coordinate, the last noise
+        # ~0.02: an error of 1 is > 10 sd
+        assert np.linalg.norm(est.mean_ - 0.5) < 1.0
