@@ -93,6 +93,26 @@ class RandomRunsResult(NamedTuple):
         The law of the number of runs.
     privacy_loss : ApproxDP
         The search's spend (:func:`~skuserdp.privacy.repeat_select_privacy`).
+
+    Examples
+    --------
+    :class:`PrivateGridSearch` with ``tuning="papernot_steinke"`` records
+    one as ``selection_``:
+
+    >>> import numpy as np
+    >>> from skuserdp.linear_model import UserDPSGDRegressor
+    >>> from skuserdp.model_selection import PrivateGridSearch
+    >>> rng = np.random.default_rng(0)
+    >>> groups = np.repeat(np.arange(2000), 5)
+    >>> X = rng.uniform(-1, 1, size=(10000, 2))
+    >>> y = X @ [0.5, -0.3] + 0.1 * rng.normal(size=10000)
+    >>> search = PrivateGridSearch(
+    ...     UserDPSGDRegressor(bounds=(-1, 1), target_bounds=(-2, 2)),
+    ...     {"max_iter": [20, 50]}, epsilon=2.0, loss_bound=4.0,
+    ...     tuning="papernot_steinke", random_state=0).fit(X, y, groups=groups)
+    >>> result = search.selection_
+    >>> result.distribution, result.mean_runs, search.epsilon_ <= 2.0
+    ('geometric', 4.0, True)
     """
 
     index: int
