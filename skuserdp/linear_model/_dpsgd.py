@@ -860,9 +860,12 @@ _COMMON_PARAMS = """\
         kept within ``[G/1000, G]``); for a regressor with an intercept the
         starting intercept is then first set to a private mean of the
         targets (2% of ρ), so that the median reflects the slopes rather
-        than the offset of ``target_bounds``. Otherwise the public gradient
-        bound G (no clipping bias, much more noise). The value used is
-        ``clip_norm_``.
+        than the offset of ``target_bounds``, and 5% of ρ goes to the
+        target's spread, released after the fit and checked against the
+        plan's noise (an ``AccuracyWarning`` when the fit may be worse than
+        predicting the mean; :ref:`linear_models`). Otherwise the
+        public gradient bound G (no clipping bias, much more noise). The
+        value used is ``clip_norm_``.
     solver : {"gd", "phased_erm"}, default="gd"
         ``"gd"``: projected gradient descent with the step sizes of
         :ref:`papers-levy-step-sizes` and averaged
