@@ -720,9 +720,10 @@ class _BaseUserDPSGD(_UserDPLinearModel):
             pre_loss = clip_loss if pre_loss is None else compose(pre_loss, clip_loss)
         self.clip_norm_ = G if clip is None else clip
         spread = None
-        if (learn_clip and self.fit_intercept and not loss.is_classification
-                and self.solver == "gd"):
-            # the target's spread (checked against the plan's noise below)
+        if (learn_clip and few_users is None and self.fit_intercept
+                and not loss.is_classification and self.solver == "gd"):
+            # the target's spread (checked against the plan's noise below);
+            # not with few users, whose fits already warn
             spread, epsilon = split_zcdp(epsilon, self.delta, TARGET_SPREAD_SHARE)
             seed_spread, random_state = make_seed_sequence(random_state).spawn(2)
         if self.solver == "gd":
@@ -860,12 +861,13 @@ _COMMON_PARAMS = """\
         kept within ``[G/1000, G]``); for a regressor with an intercept the
         starting intercept is then first set to a private mean of the
         targets (2% of ρ), so that the median reflects the slopes rather
-        than the offset of ``target_bounds``, and 5% of ρ goes to the
-        target's spread, released after the fit and checked against the
-        plan's noise (an ``AccuracyWarning`` when the fit may be worse than
-        predicting the mean; :ref:`linear_models`). Otherwise the
-        public gradient bound G (no clipping bias, much more noise). The
-        value used is ``clip_norm_``.
+        than the offset of ``target_bounds``, and (unless too few users
+        warn already) 5% of ρ goes to the target's spread, released after
+        the fit and checked against the plan's noise (an
+        ``AccuracyWarning`` when the fit may be worse than predicting the
+        mean; :ref:`linear_models`). Otherwise the public gradient bound G
+        (no clipping bias, much more noise). The value used is
+        ``clip_norm_``.
     solver : {"gd", "phased_erm"}, default="gd"
         ``"gd"``: projected gradient descent with the step sizes of
         :ref:`papers-levy-step-sizes` and averaged
