@@ -73,6 +73,15 @@ SMOOTH_SHARE = 0.05
 #: share of the zCDP budget of the starting intercept (regression with
 #: clip_norm="auto"): the users' mean target
 INTERCEPT_SHARE = 0.02
+#: share of the zCDP budget of the target's spread (regression with
+#: clip_norm="auto" and an intercept; the same share as the clip norm's and
+#: the smoothness'): the users' means of the capped parts of the target
+#: around a released centre (``_private_target_spread``)
+TARGET_SPREAD_SHARE = 0.05
+#: the parts' public cap, in units of the plan's prediction-noise bound
+SPREAD_CAP = 4.0
+#: noise standard deviations of the spread's lower confidence bound
+SPREAD_Z = 2.0
 
 
 def few_users_clip_threshold(eps0):
@@ -130,6 +139,71 @@ def _squared_row_norms(X, y):
 
 def _target_column(X, y):
     return np.asarray(y, dtype=np.float64)[:, None]
+
+
+def _capped_parts(center, cap, X, y):
+    """``(min((y − c)⁺, cap), min((c − y)⁺, cap))`` per row (box units)."""
+    z = np.asarray(y, dtype=np.float64) - center
+    return np.column_stack([np.minimum(np.maximum(z, 0.0), cap),
+                            np.minimum(np.maximum(-z, 0.0), cap)])
+
+
+def prediction_noise_bound(plan):
+    """Public bound of the root mean squared noise of the predictions of a
+    gradient-descent plan with steps ``η_t·λ_max ≤ 1`` (box units):
+    ``√(p · max_t η_t · σ²)``.
+
+    For a quadratic loss with Hessian ``A`` (eigenvalues
+    ``0 ≤ λ_k ≤ 1/η``), the noise part of the iterates follows
+    ``e_{t+1} = (I − ηA)e_t + ηξ_t`` (``ξ_t`` the release's noise, variance
+    ``σ²`` per coordinate, ``plan.release.noise_variance``; ``e_0 = 0``).
+    Along the eigenvector ``k`` its variance is at most
+    ``η²σ² Σ_j (1 − ηλ_k)^{2j} ≤ ησ²/(λ_k(2 − ηλ_k))``, so its mean
+    squared contribution to the predictions, ``λ_k`` times that, is at most
+    ``ησ²``, whatever ``λ_k``; summed over the ``p`` directions,
+    ``p·ησ²``. A weighted average of the iterates has at most the largest
+    variance (Cauchy–Schwarz). The planned step sizes of the default
+    schedule are at most ``1/H`` with ``H`` (public, or an upper confidence
+    bound of a released value) at least the trace of ``A``, so
+    ``ηλ_max ≤ 1``; the projections onto the parameter ball are
+    non-expansive and ignored.
+
+    Examples
+    --------
+    >>> from skuserdp.linear_model._dpsgd import prediction_noise_bound
+    >>> from skuserdp.linear_model._sgd import plan_gradient_descent
+    >>> plan = plan_gradient_descent(1000, 2, epsilon=1.0, delta=1e-6,
+    ...                              n_steps=4, aggregator="clip",
+    ...                              gradient_bound=1.0, smoothness=1.0,
+    ...                              radius=1.0, learning_rate=0.5)
+    >>> round(prediction_noise_bound(plan), 4)
+    0.0181
+    """
+    eta = float(np.max(plan.learning_rates))
+    return math.sqrt(int(plan.n_params) * eta * float(plan.release.noise_variance))
+
+
+def target_spread_lower_bound(released, noise_variance):
+    """Lower confidence bound of the target's standard deviation from the
+    released capped parts ``(u₊, u₋)`` of ``ỹ − c`` (post-processing).
+
+    With ``Z = clip(ỹ − c, −cap, cap)`` (``c`` any released centre), a
+    1-Lipschitz map of ``ỹ``:
+    ``sd(ỹ) ≥ sd(Z) ≥ E|Z − EZ| ≥ E|Z| − |EZ| = 2·min(u₊, u₋)``
+    (contraction, Jensen, triangle inequality; ``u₊ = E Z⁺``,
+    ``u₋ = E Z⁻``, expectations over the users' mean of their rows). Each
+    released part is lowered by ``SPREAD_Z`` standard deviations of its
+    noise (public, from the release plan).
+
+    Examples
+    --------
+    >>> from skuserdp.linear_model._dpsgd import target_spread_lower_bound
+    >>> round(target_spread_lower_bound([0.3, 0.2], 0.01 ** 2), 6)
+    0.36
+    """
+    u = np.asarray(released, dtype=np.float64) - SPREAD_Z * math.sqrt(
+        float(noise_variance))
+    return 2.0 * float(np.min(u))
 
 
 def _user_means_of_rows(rows, fn):
@@ -437,7 +511,7 @@ class _BaseUserDPSGD(_UserDPLinearModel):
         W = self._fit_parameters(
             loss, Z.map(partial(_standardize_rows, center, spread, bound)), n_outputs,
             epsilon=eps_rest, row_bound=float(np.hypot(bound, 1.0)),
-            random_state=seed_fit, few_users=few,
+            random_state=seed_fit, few_users=few, centered_rows=True,
             pre_loss=std_loss if pre_loss is None else compose(pre_loss, std_loss))
         coef = W[:, :-1] / spread
         self.feature_center_ = scale.mid + scale.half * center
@@ -481,6 +555,55 @@ class _BaseUserDPSGD(_UserDPLinearModel):
         b0 = float(np.clip(clip_noise_from_plan(per_user, plan, random_state=seed_b)[0],
                            -1.0, 1.0))
         return b0, plan.loss, eps_rest, seed_rest
+
+    def _private_target_spread(self, rows, center, plan, budget, seed):
+        """The target's spread, for :meth:`_check_target_spread`.
+
+        ``N`` = :func:`prediction_noise_bound` of the plan (public). One
+        clip-and-noise release (``budget``: ``TARGET_SPREAD_SHARE`` of the
+        zCDP budget, charged) of the users' means of the two capped parts
+        ``(min((ỹ − c)⁺, cap), min((c − ỹ)⁺, cap))``, ``cap =
+        SPREAD_CAP·N`` (``c`` a released centre, box units: the fitted
+        intercept of standardised rows, else the starting intercept):
+        each user's pair lies in the square ``[0, cap]²``, so the noise is
+        on the scale of ``N``, not of the target's box. Returns
+        ``((N, released, noise_variance), loss)``."""
+        N = prediction_noise_bound(plan)
+        cap = SPREAD_CAP * N
+        if not cap > 0.0:  # no noise: nothing to check, nothing released
+            return None, ZCDP(0.0)
+        per_user = rows.user_means(partial(_capped_parts, float(center), cap))
+        sp = plan_clip_noise(rows.n_users, 2, budget=budget,
+                             radius=cap / math.sqrt(2.0))
+        released = clip_noise_from_plan(per_user, sp,
+                                        center=np.full(2, 0.5 * cap),
+                                        random_state=seed)
+        return (N, released, sp.noise_variance), sp.loss
+
+    def _check_target_spread(self, N, released, noise_variance):
+        """Warn when the target's standard deviation cannot be shown to
+        exceed the plan's bound of the prediction noise (post-processing of
+        a released value and public values; no further cost).
+
+        The fit's predictions carry noise of root mean square at most ``N``
+        (:func:`prediction_noise_bound`); predicting the mean costs the
+        target's variance. Unless a lower confidence bound of the target's
+        standard deviation (:func:`target_spread_lower_bound`) exceeds ``N``,
+        the noise may be as large as the target's spread and the fit worse
+        than the mean. (The converse does not hold: a fit whose noise is
+        below the spread can still lose to the mean when the features
+        explain less of the variance than the noise adds.)"""
+        lower = target_spread_lower_bound(released, noise_variance)
+        if lower < N:
+            warn_at_caller(
+                f"{type(self).__name__} may be worse than predicting the mean: "
+                "the target's spread cannot be shown to exceed the noise of "
+                "its predictions at this budget (a lower confidence bound of "
+                f"the target's standard deviation is {lower:.3g}, the plan's "
+                f"bound of the prediction noise {N:.3g}, in the box units of "
+                "target_bounds). "
+                "Use tighter target_bounds, more users, or a larger epsilon.",
+                AccuracyWarning)
 
     def _private_clip_norm(self, users_fn, theta0, epsilon, seed):
         """``clip_norm="auto"``: the private median of the users' gradient
@@ -538,13 +661,15 @@ class _BaseUserDPSGD(_UserDPLinearModel):
 
     def _fit_parameters(self, loss, rows, n_outputs, *, epsilon=None,
                         row_bound=None, random_state=None, pre_loss=None,
-                        few_users=None):
+                        few_users=None, centered_rows=False):
         """Plan and run the private optimisation on the augmented rows of the
         row source ``rows``; return the parameter matrix.
 
         ``epsilon``, ``row_bound`` and ``random_state`` override the
         estimator's (after a private standardisation whose loss ``pre_loss``
-        is composed into the spend).
+        is composed into the spend); ``centered_rows``: the rows are
+        privately standardised (centred), so the fitted intercept is the
+        model's mean prediction.
         """
         epsilon = self.epsilon if epsilon is None else epsilon
         row_bound = self._row_bound if row_bound is None else row_bound
@@ -594,6 +719,13 @@ class _BaseUserDPSGD(_UserDPLinearModel):
             clip = min(max(clip, 1e-3 * G), G)
             pre_loss = clip_loss if pre_loss is None else compose(pre_loss, clip_loss)
         self.clip_norm_ = G if clip is None else clip
+        spread = None
+        if (learn_clip and few_users is None and self.fit_intercept
+                and not loss.is_classification and self.solver == "gd"):
+            # the target's spread (checked against the plan's noise below);
+            # not with few users, whose fits already warn
+            spread, epsilon = split_zcdp(epsilon, self.delta, TARGET_SPREAD_SHARE)
+            seed_spread, random_state = make_seed_sequence(random_state).spawn(2)
         if self.solver == "gd":
             plan = plan_gradient_descent(
                 n_users, n_params, epsilon=epsilon, delta=self.delta,
@@ -609,6 +741,14 @@ class _BaseUserDPSGD(_UserDPLinearModel):
                 users_fn(), plan, theta0=theta0, penalty_gradient=penalty,
                 random_state=random_state, n_jobs=self.n_jobs,
                 verbose=self.verbose, label=type(self).__name__)
+            if spread is not None:
+                # centre: the fitted intercept of centred (standardised)
+                # rows, else the released starting intercept (box units)
+                spread, spread_loss = self._private_target_spread(
+                    rows, theta[-1] if centered_rows else theta0[-1], plan,
+                    spread, seed_spread)
+                pre_loss = (spread_loss if pre_loss is None
+                            else compose(pre_loss, spread_loss))
         else:
             if lr is not None:
                 raise ValueError("solver='phased_erm' sets its own step sizes: use "
@@ -625,6 +765,8 @@ class _BaseUserDPSGD(_UserDPLinearModel):
                                random_state=random_state, n_jobs=self.n_jobs,
                                verbose=self.verbose)
         self._check_plan_accuracy(plan, loss, n_outputs)
+        if spread is not None:
+            self._check_target_spread(*spread)
         self.n_iter_ = plan.n_steps
         self.n_users_ = n_users
         self._set_spend(plan.loss if pre_loss is None
@@ -719,8 +861,12 @@ _COMMON_PARAMS = """\
         kept within ``[G/1000, G]``); for a regressor with an intercept the
         starting intercept is then first set to a private mean of the
         targets (2% of ρ), so that the median reflects the slopes rather
-        than the offset of ``target_bounds``. Otherwise the public gradient
-        bound G (no clipping bias, much more noise). The value used is
+        than the offset of ``target_bounds``, and (unless too few users
+        warn already) 5% of ρ goes to the target's spread, released after
+        the fit and checked against the plan's noise (an
+        ``AccuracyWarning`` when the fit may be worse than predicting the
+        mean; :ref:`linear_models`). Otherwise the public gradient bound G
+        (no clipping bias, much more noise). The value used is
         ``clip_norm_``.
     solver : {"gd", "phased_erm"}, default="gd"
         ``"gd"``: projected gradient descent with the step sizes of

@@ -38,6 +38,14 @@ from skuserdp.linear_model._dpsgd_groups import (
 from skuserdp.privacy import compose_parallel
 from skuserdp.testing import audit_estimator
 
+pytestmark = [
+    # issue 31: the target-spread check of UserDPSGDRegressor warns on the
+    # small fixtures of this module (tested in test_dpsgd_target_spread.py)
+    pytest.mark.filterwarnings(
+        "ignore:UserDPSGDRegressor may be worse than predicting the mean:"
+        "skuserdp.exceptions.AccuracyWarning"),
+]
+
 BETA = np.array([1.0, -0.5, 0.25])
 B0 = 0.3
 #: declared boxes holding the data of ``_panel`` (nothing is clipped)

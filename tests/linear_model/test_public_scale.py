@@ -26,6 +26,11 @@ from skuserdp.linear_model import UserDPLinearRegression, UserDPSGDRegressor
 from skuserdp.linear_model._base import PublicScale
 from skuserdp.linear_model._dpsgd import CLIP_SHARE as SGD_CLIP_SHARE
 from skuserdp.linear_model._dpsgd import INTERCEPT_SHARE, SMOOTH_SHARE
+from skuserdp.linear_model._dpsgd import (
+    SPREAD_CAP,
+    TARGET_SPREAD_SHARE,
+    prediction_noise_bound,
+)
 from skuserdp.linear_model._linear_regression import CLIP_SHARE as LR_CLIP_SHARE
 from skuserdp.linear_model._linear_regression import EIGEN_SHARE, plan_min_eigenvalue
 from skuserdp.linear_model._losses import get_loss
@@ -45,6 +50,14 @@ from skuserdp.privacy import (
     zcdp_to_approx_dp,
 )
 from skuserdp.testing import audit_estimator
+
+pytestmark = [
+    # issue 31: the target-spread check of UserDPSGDRegressor warns on the
+    # small fixtures of this module (tested in test_dpsgd_target_spread.py)
+    pytest.mark.filterwarnings(
+        "ignore:UserDPSGDRegressor may be worse than predicting the mean:"
+        "skuserdp.exceptions.AccuracyWarning"),
+]
 
 EPS = np.finfo(np.float64).eps
 
@@ -218,14 +231,21 @@ def test_dpsgd_default_spend_is_the_composition_of_its_releases(epsilon, delta):
     icpt_loss = plan_clip_noise(n_users, 1, budget=icpt_budget, radius=1.0).loss
     # 4. the clip norm: one bounded-range release charged its whole share
     clip_loss, eps4 = split_zcdp(eps3, delta, SGD_CLIP_SHARE)
-    # 5. the plan, for the released clip norm (a public input of the plan;
+    # 5. the target's spread (issue 31): split before the plan, released
+    #    after the fit, two coordinates in [0, cap] with cap = SPREAD_CAP * N
+    spread_budget, eps5 = split_zcdp(eps4, delta, TARGET_SPREAD_SHARE)
+    # 6. the plan, for the released clip norm (a public input of the plan;
     #    the smoothness only sets the step sizes, not the loss)
     G = get_loss("squared_error").gradient_bound(_row_bound(d), 1.0, 5.0)
-    plan = plan_gradient_descent(n_users, d + 1, epsilon=eps4, delta=delta,
+    plan = plan_gradient_descent(n_users, d + 1, epsilon=eps5, delta=delta,
                                  n_steps=100, aggregator="clip", gradient_bound=G,
                                  smoothness=1.0, radius=5.0, clip_norm=est.clip_norm_,
                                  calibration="tight")
-    total = compose(box_loss, smooth_loss, icpt_loss, clip_loss, plan.loss)
+    cap = SPREAD_CAP * prediction_noise_bound(plan)
+    spread_loss = plan_clip_noise(n_users, 2, budget=spread_budget,
+                                  radius=cap / np.sqrt(2.0)).loss
+    total = compose(box_loss, smooth_loss, icpt_loss, clip_loss, spread_loss,
+                    plan.loss)
     assert isinstance(total, ZCDP) and isinstance(est.privacy_loss_, ZCDP)
     assert est.privacy_loss_.rho == pytest.approx(total.rho, rel=1e-12)
     assert est.epsilon_ == pytest.approx(
@@ -233,7 +253,7 @@ def test_dpsgd_default_spend_is_the_composition_of_its_releases(epsilon, delta):
     assert est.epsilon_ <= epsilon and est.delta_ == delta
     assert est.rho_ <= zcdp_rho_for(epsilon, delta)
     # every release was charged: leaving any one out misses by far more
-    for part in (box_loss, smooth_loss, icpt_loss, clip_loss):
+    for part in (box_loss, smooth_loss, icpt_loss, clip_loss, spread_loss):
         assert part.rho > 1e-6 * total.rho
     # the clip norm is a grid point of the private quantile, within [G/1000, G]
     assert 1e-3 * G <= est.clip_norm_ <= G

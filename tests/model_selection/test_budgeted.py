@@ -33,6 +33,14 @@ from skuserdp.privacy import (
     zcdp_to_approx_dp,
 )
 
+pytestmark = [
+    # issue 31: the target-spread check of UserDPSGDRegressor warns on the
+    # small fixtures of this module (tested in test_dpsgd_target_spread.py)
+    pytest.mark.filterwarnings(
+        "ignore:UserDPSGDRegressor may be worse than predicting the mean:"
+        "skuserdp.exceptions.AccuracyWarning"),
+]
+
 
 def _data(n_users=300, seed=0):
     rng = np.random.default_rng(seed)
