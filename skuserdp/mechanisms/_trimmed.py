@@ -113,6 +113,7 @@ def plan_trimmed_mean(n_users, n_features, *, n_trim, budget, radius,
     Returns
     -------
     plan : TrimmedMeanPlan
+        The release's public plan: lattice, noise and privacy loss.
 
     Examples
     --------
@@ -152,6 +153,8 @@ def trimmed_sum(contributions, n_trim):
     Returns
     -------
     total : ndarray of shape (n_features,), dtype int64
+        Per coordinate, the exact sum of the encoded values kept after
+        dropping the ``n_trim`` smallest and largest.
 
     Examples
     --------

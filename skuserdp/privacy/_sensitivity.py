@@ -171,6 +171,8 @@ def replace_one_trimmed_sum_sensitivity(radius, n_users, n_trim):
     Returns
     -------
     sensitivity : float
+        ``2·radius``: the largest ℓ2 change of the kept sums when one user's
+        vector is replaced.
 
     Examples
     --------
@@ -204,6 +206,8 @@ def replace_one_trimmed_mean_sensitivity(radius, n_users, n_trim):
     Returns
     -------
     sensitivity : float
+        ``2·radius/(n_users − 2·n_trim)``: the largest ℓ2 change of the
+        trimmed mean when one user's vector is replaced.
 
     Examples
     --------
