@@ -109,8 +109,10 @@ def _public_warnings(caught):
 
 
 def _fit_run(estimator, X, y, groups):
-    """Fit one run of the repeat-and-select search; return it and its
-    warnings to pass on (recorded apart: only the winner's are)."""
+    """Fit one estimator with its warnings recorded apart; return it and
+    the warnings to pass on (a run of the repeat-and-select search, whose
+    winner's only are passed on, or a candidate fitted in another
+    process)."""
     with warnings.catch_warnings(record=True) as caught, quiet_floating_point():
         warnings.simplefilter("always")
         fitted = fit_candidate(estimator, X, y, groups)
@@ -126,10 +128,7 @@ def _fit_candidate(estimator, X, y, groups, parent):
     if os.getpid() == parent:
         with quiet_floating_point():
             return fit_candidate(estimator, X, y, groups), []
-    with warnings.catch_warnings(record=True) as caught, quiet_floating_point():
-        warnings.simplefilter("always")
-        fitted = fit_candidate(estimator, X, y, groups)
-    return fitted, _public_warnings(caught)
+    return _fit_run(estimator, X, y, groups)
 
 
 class PrivateGridSearch(DelegatingMixin, UserLevelMixin, MetaEstimatorMixin,
